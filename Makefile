@@ -1,0 +1,57 @@
+# From a fresh clone: `make run` sets up and runs the main job, `make test` sets up and runs every check.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+SAM_VENV := .venv-sam
+SAM := $(SAM_VENV)/bin/sam
+# sam build runs the python3.13 builder, which needs python3.13 on PATH; pyenv keeps one here.
+PY313_DIR := $(shell d=$$(ls -d $${PYENV_ROOT:-$$HOME/.pyenv}/versions/3.13*/bin 2>/dev/null | tail -n 1); \
+	[ -n "$$d" ] && echo "$$d" || dirname "$$(command -v python3.13 2>/dev/null || echo /nonexistent/python3.13)")
+export AWS_DEFAULT_REGION ?= us-east-1
+export AWS_REGION ?= $(AWS_DEFAULT_REGION)
+export SAM_CLI_TELEMETRY := 0
+
+.PHONY: setup setup-sam run test unit lint template build bench clean
+
+setup: $(VENV)/.installed
+$(VENV)/.installed: requirements-dev.txt pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -r requirements-dev.txt -e .
+	touch $@
+
+setup-sam: $(SAM_VENV)/.installed
+$(SAM_VENV)/.installed: requirements-sam.txt
+	$(PYTHON) -m venv $(SAM_VENV)
+	$(SAM_VENV)/bin/pip install -q --upgrade pip
+	$(SAM_VENV)/bin/pip install -q -r requirements-sam.txt
+	touch $@
+
+run: setup
+	$(BIN)/python -m chrf_components_cli.demo
+
+lint: setup
+	$(BIN)/ruff check .
+
+# The template three ways: cfn-lint, the SAM translator (offline), and a real sam build for arm64/python3.13.
+template: setup setup-sam
+	$(BIN)/cfn-lint template.yaml
+	$(SAM) validate --template-file template.yaml --region $(AWS_DEFAULT_REGION)
+	$(MAKE) build
+
+build: setup-sam
+	@[ -x "$(PY313_DIR)/python3.13" ] || { echo "sam build needs python3.13 on PATH (pyenv install 3.13)"; exit 1; }
+	PATH="$(PY313_DIR):$$PATH" $(SAM) build --template-file template.yaml
+
+unit: setup
+	$(BIN)/python -m pytest
+
+test: lint template
+	CHRF_REQUIRE_BUILD=1 $(BIN)/python -m pytest
+
+bench: setup
+	$(BIN)/python tests/benchmark.py
+
+clean:
+	rm -rf $(VENV) $(SAM_VENV) .aws-sam .pytest_cache .ruff_cache .hypothesis

@@ -1,0 +1,1 @@
+"""chrf-components command line."""

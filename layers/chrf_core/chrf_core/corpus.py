@@ -1,0 +1,74 @@
+"""Corpus scale: cut line-aligned segments of any number into requests within the contract's limits.
+
+chrF counts are sums over segments, so scoring each chunk and merging the counts gives exactly the result of
+scoring the whole at once; the pipeline (one chunk per Lambda batch) and the local command share this path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from .request import MAX_SEGMENTS, MAX_TEXT_BYTES, InvalidInputError, Settings, _utf8_size
+from .statistics import Counts, merge_counts
+
+
+def chunk_ranges(
+    hypotheses: Sequence[str],
+    references: Sequence[str],
+    max_segments: int = MAX_SEGMENTS,
+    max_bytes: int = MAX_TEXT_BYTES,
+) -> Iterator[tuple[int, int]]:
+    """Greedy [start, end) ranges of segments, each within ``max_segments`` and ``max_bytes`` of text.
+
+    A segment whose texts alone exceed ``max_bytes`` cannot be scored: it raises, naming its 1-based line.
+    """
+    if len(hypotheses) != len(references):
+        raise InvalidInputError(
+            "references",
+            f"references: must have as many segments as hypotheses ({len(hypotheses)}), got {len(references)}",
+        )
+    start, size = 0, 0
+    for index, (hypothesis, reference) in enumerate(zip(hypotheses, references)):
+        pair_size = _utf8_size(hypothesis) + _utf8_size(reference)
+        if pair_size > max_bytes:
+            raise InvalidInputError(
+                None, f"line {index + 1}: its texts take {pair_size} UTF-8 bytes, more than the {max_bytes} allowed"
+            )
+        if index - start == max_segments or size + pair_size > max_bytes:
+            yield start, index
+            start, size = index, 0
+        size += pair_size
+    if start < len(hypotheses):
+        yield start, len(hypotheses)
+
+
+def chunk_request(hypotheses: Sequence[str], references: Sequence[str], settings: Settings) -> dict[str, Any]:
+    """The contract request that scores these segments with these settings."""
+    return {"hypotheses": list(hypotheses), "references": list(references), **settings.as_dict()}
+
+
+def corpus_counts(hypotheses: Sequence[str], references: Sequence[str], settings: Settings) -> Counts:
+    """Counts of a whole corpus, computed chunk by chunk through the contract's request path and merged."""
+    from . import compute_counts  # the package's entry point, so chunks go through full validation
+
+    if not hypotheses:
+        raise InvalidInputError("hypotheses", "hypotheses: at least 1 segment, got 0")
+    parts = []
+    for start, end in chunk_ranges(hypotheses, references):
+        try:
+            parts.append(compute_counts(chunk_request(hypotheses[start:end], references[start:end], settings)))
+        except InvalidInputError as error:
+            raise InvalidInputError(error.field, _with_line(error.message, start)) from None
+    return merge_counts(parts)
+
+
+def _with_line(message: str, offset: int) -> str:
+    """Rewrite ``hypotheses[i]: ...`` of a chunk as ``line N (hypotheses): ...`` of the corpus."""
+    for key in ("hypotheses", "references"):
+        prefix = f"{key}["
+        if message.startswith(prefix) and "]" in message:
+            index_text, rest = message[len(prefix):].split("]", 1)
+            if index_text.isdigit():
+                return f"line {offset + int(index_text) + 1} ({key}){rest}"
+    return message

@@ -1,0 +1,97 @@
+"""The layer against sacreBLEU 2.6 where the definitions coincide, and the one place they differ."""
+
+from fractions import Fraction
+
+import chrf_core
+import pytest
+from conftest import SEGMENT_TEXT, settings_strategy
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from naive_chrf import split_whitespace, tokens
+from sacrebleu.metrics import CHRF
+
+
+def reference_covers_hypothesis(hypothesis, reference, request):
+    """Every order the hypothesis has n-grams of, the reference has too (sacreBLEU then counts the same)."""
+    if request["lowercase"]:
+        hypothesis, reference = hypothesis.lower(), reference.lower()
+    if request["include_whitespace"]:
+        hyp_chars, ref_chars = len(hypothesis), len(reference)
+    else:
+        hyp_chars, ref_chars = len("".join(split_whitespace(hypothesis))), len("".join(split_whitespace(reference)))
+    hyp_words, ref_words = len(tokens(hypothesis)), len(tokens(reference))
+    return ref_chars >= min(hyp_chars, request["char_order"]) and ref_words >= min(hyp_words, request["word_order"])
+
+
+@st.composite
+def covered_requests(draw):
+    request = draw(settings_strategy())
+    pairs = draw(st.lists(st.tuples(SEGMENT_TEXT, SEGMENT_TEXT), min_size=1, max_size=5))
+    pairs = [(h, r) for h, r in pairs if reference_covers_hypothesis(h, r, request)]
+    if not pairs:
+        pairs = [("", "")]
+    request["hypotheses"] = [h for h, _ in pairs]
+    request["references"] = [r for _, r in pairs]
+    return request
+
+
+def sacrebleu_metric(request, eps_smoothing):
+    return CHRF(
+        char_order=request["char_order"],
+        word_order=request["word_order"],
+        beta=request["beta"],
+        lowercase=request["lowercase"],
+        whitespace=request["include_whitespace"],
+        eps_smoothing=eps_smoothing,
+    )
+
+
+def sacrebleu_counts(request):
+    metric = sacrebleu_metric(request, False)
+    per_segment = metric._extract_corpus_statistics(request["hypotheses"], [request["references"]])
+    summed = [sum(column) for column in zip(*per_segment)]
+    return [tuple(summed[i : i + 3]) for i in range(0, len(summed), 3)]
+
+
+@settings(max_examples=700, deadline=None)
+@given(covered_requests())
+def test_counts_and_scores_agree_with_sacrebleu_when_references_cover_every_order(request):
+    counts = chrf_core.compute_counts(request)
+    assert list(counts.orders) == sacrebleu_counts(request)
+    hypotheses, references = request["hypotheses"], [request["references"]]
+    for averaging, eps_smoothing in (("precision_recall", False), ("per_order_f", True)):
+        output = chrf_core.score({**request, "averaging": averaging})
+        expected = sacrebleu_metric(request, eps_smoothing).corpus_score(hypotheses, references).score
+        assert float(Fraction(output["score_fraction"])) == pytest.approx(expected, abs=1e-9)
+
+
+def test_popovic_example_files_agree_with_sacrebleu_chrf_plus_plus(tmp_path):
+    from conftest import ROOT
+
+    data = ROOT / "tests" / "data" / "popovic"
+    for language in ("en", "cs", "ru", "zh"):
+        hyps = (data / f"example.hyp.{language}").read_text(encoding="utf-8").splitlines()
+        refs = (data / f"example.ref.{language}").read_text(encoding="utf-8").splitlines()
+        request = {"hypotheses": hyps, "references": refs, "char_order": 6, "word_order": 2, "beta": 2,
+                   "lowercase": False, "include_whitespace": False}
+        if list(chrf_core.compute_counts(request).orders) != sacrebleu_counts(request):
+            continue  # a short reference somewhere: the documented difference applies
+        output = chrf_core.score(request)
+        expected = sacrebleu_metric(request, False).corpus_score(hyps, [refs]).score
+        assert float(Fraction(output["score_fraction"])) == pytest.approx(expected, abs=1e-9)
+
+
+def test_hypothesis_ngrams_of_an_order_the_reference_lacks_still_count_unlike_sacrebleu():
+    """sacreBLEU 2.x (and chrF++.py) drop a segment's hypothesis n-grams of an order its reference has none of.
+
+    Reference "ab" has no character 3-gram; the hypothesis "abc" has one. The contract counts it.
+    """
+    request = {"hypotheses": ["abc", "xyz"], "references": ["ab", "xyz"], "char_order": 3, "word_order": 0,
+               "beta": 2, "lowercase": False, "include_whitespace": False}
+    counts = chrf_core.compute_counts(request)
+    assert counts.orders[2] == (2, 1, 1)
+    assert sacrebleu_counts(request)[2] == (1, 1, 1)
+    output = chrf_core.score(request)
+    assert output["orders"][2]["precision"] == "1/2"
+    sacre = sacrebleu_metric(request, False).corpus_score(request["hypotheses"], [request["references"]]).score
+    assert float(Fraction(output["score_fraction"])) < sacre - 1
