@@ -12,7 +12,7 @@ export AWS_DEFAULT_REGION ?= us-east-1
 export AWS_REGION ?= $(AWS_DEFAULT_REGION)
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: setup setup-sam run test unit lint template build bench clean
+.PHONY: setup setup-sam run test unit lint build bench clean
 
 setup: $(VENV)/.installed
 $(VENV)/.installed: requirements-dev.txt pyproject.toml
@@ -34,20 +34,15 @@ run: setup
 lint: setup
 	$(BIN)/ruff check .
 
-# The template three ways: cfn-lint, the SAM translator (offline), and a real sam build for arm64/python3.13.
-template: setup setup-sam
-	$(BIN)/cfn-lint template.yaml
-	$(SAM) validate --template-file template.yaml --region $(AWS_DEFAULT_REGION)
-	$(MAKE) build
-
-build: setup-sam
+build: setup setup-sam
 	@[ -x "$(PY313_DIR)/python3.13" ] || { echo "sam build needs python3.13 on PATH (pyenv install 3.13)"; exit 1; }
 	PATH="$(PY313_DIR):$$PATH" $(SAM) build --template-file template.yaml
 
 unit: setup
 	$(BIN)/python -m pytest
 
-test: lint template
+# The suite checks the template three ways (cfn-lint, sam validate, the built artifact), so build first.
+test: lint build
 	CHRF_REQUIRE_BUILD=1 $(BIN)/python -m pytest
 
 bench: setup

@@ -1,67 +1,26 @@
-"""Shared fixtures: the contract (the repo's copy of it), its schemas, and text strategies over real Unicode."""
-
-import json
-import pathlib
+"""Fixtures for every test folder."""
 
 import pytest
-from hypothesis import strategies as st
-
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-CONTRACT_PATH = ROOT / "spec" / "chrf-components.json"
-CONTRACT = json.loads(CONTRACT_PATH.read_text(encoding="utf-8"))
-SHARED_CONTRACT_PATH = ROOT.parent / "shared" / "spec" / "chrf-components.json"
-
-# Every whitespace code point of the contract, and near misses that are not whitespace there.
-CONTRACT_WHITESPACE = (
-    [chr(c) for c in range(0x09, 0x0E)]
-    + [chr(c) for c in range(0x1C, 0x20)]
-    + ["\u0020", "\u0085", "\u00a0", "\u1680"]
-    + [chr(c) for c in range(0x2000, 0x200B)]
-    + ["\u2028", "\u2029", "\u202f", "\u205f", "\u3000"]
-)
-NEAR_MISS_WHITESPACE = ["\u200b", "\ufeff", "\u180e", "\u2060", "\u00ad"]
-INTERESTING = (
-    list("abcab")
-    + ["é", "e\u0301", "\u0308", "\u0301", "😀", "👍🏽", "\U0001f1fa\U0001f1f8", "中", "文", "中文"]
-    + ["ש", "ל", "ו", "ם", "م", "ر", "ح", "ب", "ا", "\u200f"]
-    + list(".,()!?\"'-:;…") + ["«", "»", "。", "،", "...", "(hi)"]
-    + ["İ", "Σ", "σ", "ς", "ß", "ẞ", "I", "i", "A", "ΑΣ"]
-)
-SEGMENT_TEXT = st.one_of(
-    st.lists(st.sampled_from(INTERESTING + CONTRACT_WHITESPACE + NEAR_MISS_WHITESPACE), max_size=14).map("".join),
-    st.lists(st.sampled_from(["the", "cat", "sat", "(hi)", "...", "a", "mat.", "Σ", "ß", " ", " ", "\u3000"]),
-             max_size=10).map("".join),
-    st.text(st.characters(exclude_categories=("Cs",)), max_size=12),
-)
-
-
-@st.composite
-def settings_strategy(draw):
-    char_order = draw(st.integers(0, 10))
-    word_order = draw(st.integers(1 if char_order == 0 else 0, 4))
-    return {
-        "char_order": char_order,
-        "word_order": word_order,
-        "beta": draw(st.integers(1, 16)),
-        "lowercase": draw(st.booleans()),
-        "include_whitespace": draw(st.booleans()),
-        "averaging": draw(st.sampled_from(["precision_recall", "per_order_f"])),
-    }
-
-
-@st.composite
-def requests_strategy(draw, max_segments=6):
-    """Valid contract requests; settings keys are sometimes left out so defaults are exercised."""
-    pairs = draw(st.lists(st.tuples(SEGMENT_TEXT, SEGMENT_TEXT), min_size=1, max_size=max_segments))
-    settings = draw(settings_strategy())
-    kept = draw(st.sets(st.sampled_from(sorted(settings))))
-    request = {"hypotheses": [h for h, _ in pairs], "references": [r for _, r in pairs]}
-    request.update({key: settings[key] for key in kept})
-    if "char_order" in request and "word_order" not in request and request["char_order"] == 0:
-        request["word_order"] = settings["word_order"]
-    return request
 
 
 @pytest.fixture(scope="session")
-def contract():
-    return CONTRACT
+def handler():
+    """The function loaded exactly as template.yaml declares it (CodeUri + Handler, layer ContentUri on the path)."""
+    from chrf_components_cli import local_lambda
+
+    return local_lambda.load_handler()
+
+
+@pytest.fixture
+def captured_logs(handler):
+    """Everything the function's Powertools Logger writes during the test (its stream is bound at import)."""
+    import io
+    import sys
+
+    stream = io.StringIO()
+    log_handler = sys.modules[handler.__module__].logger.registered_handler
+    previous = log_handler.setStream(stream)
+    try:
+        yield stream
+    finally:
+        log_handler.setStream(previous)

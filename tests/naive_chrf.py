@@ -96,7 +96,7 @@ def round6(value):
     rest = scaled - whole
     if rest > Fraction(1, 2) or (rest == Fraction(1, 2) and whole % 2 == 1):
         whole += 1
-    return "%d.%06d" % (whole // 1000000, whole % 1000000)
+    return str(whole // 1000000) + "." + str(whole % 1000000).rjust(6, "0")
 
 
 def naive_score(request):

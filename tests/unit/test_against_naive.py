@@ -4,10 +4,10 @@ import copy
 import json
 
 import chrf_core
-from conftest import CONTRACT, requests_strategy
 from hypothesis import HealthCheck, given, settings
 from jsonschema import Draft202012Validator
 from naive_chrf import naive_score
+from support import CONTRACT, requests_strategy
 
 OUTPUT_VALIDATOR = Draft202012Validator(CONTRACT["output_schema"])
 

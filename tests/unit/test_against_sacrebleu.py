@@ -4,11 +4,11 @@ from fractions import Fraction
 
 import chrf_core
 import pytest
-from conftest import SEGMENT_TEXT, settings_strategy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from naive_chrf import split_whitespace, tokens
 from sacrebleu.metrics import CHRF
+from support import SEGMENT_TEXT, settings_strategy
 
 
 def reference_covers_hypothesis(hypothesis, reference, request):
@@ -66,7 +66,7 @@ def test_counts_and_scores_agree_with_sacrebleu_when_references_cover_every_orde
 
 
 def test_popovic_example_files_agree_with_sacrebleu_chrf_plus_plus(tmp_path):
-    from conftest import ROOT
+    from support import ROOT
 
     data = ROOT / "tests" / "data" / "popovic"
     for language in ("en", "cs", "ru", "zh"):

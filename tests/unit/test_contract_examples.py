@@ -3,7 +3,7 @@ import json
 import chrf_core
 import jsonschema
 import pytest
-from conftest import CONTRACT, CONTRACT_PATH, SHARED_CONTRACT_PATH
+from support import CONTRACT, CONTRACT_PATH, SHARED_CONTRACT_PATH
 
 
 @pytest.mark.parametrize("example", CONTRACT["examples"], ids=lambda e: json.dumps(e["input"]))
@@ -21,7 +21,7 @@ def test_repository_copy_of_contract_matches_shared_spec():
 
 def test_popovic_english_example_matches_published_chrf_plus_plus_document_score():
     """chrF++.py reports 54.9482 (c6+w2, beta 2, per-order F averaging) for its English example files."""
-    from conftest import ROOT
+    from support import ROOT
 
     data = ROOT / "tests" / "data" / "popovic"
     hypotheses = (data / "example.hyp.en").read_text(encoding="utf-8").splitlines()

@@ -1,11 +1,13 @@
 """Counts are additive: merging the counts of any split equals scoring the whole."""
 
+import itertools
+
 import chrf_core
 import pytest
 from chrf_core import Counts, Settings
-from conftest import requests_strategy
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support import requests_strategy
 
 
 @settings(max_examples=400, deadline=None)
@@ -19,7 +21,7 @@ def test_merging_counts_of_random_chunks_equals_scoring_the_whole(request, data)
         chrf_core.compute_counts(
             {"hypotheses": request["hypotheses"][a:b], "references": request["references"][a:b], **settings_keys}
         )
-        for a, b in zip(bounds, bounds[1:])
+        for a, b in itertools.pairwise(bounds)
         if b > a
     ]
     merged = chrf_core.merge_counts(parts)

@@ -4,7 +4,7 @@ import sys
 
 import chrf_core
 import pytest
-from conftest import CONTRACT_WHITESPACE, NEAR_MISS_WHITESPACE
+from support import CONTRACT_WHITESPACE, NEAR_MISS_WHITESPACE
 
 
 def test_python_whitespace_is_exactly_the_contracts_whitespace_set():

@@ -16,16 +16,19 @@ from .report import build_report, fraction_text, order_labels, score_text
 from .request import (
     MAX_SEGMENTS,
     MAX_TEXT_BYTES,
+    SETTING_KEYS,
     InvalidInputError,
     Settings,
     parse_request,
     parse_settings,
+    utf8_size,
 )
 from .statistics import Counts, count_segments, merge_counts, words
 
 __all__ = [
     "MAX_SEGMENTS",
     "MAX_TEXT_BYTES",
+    "SETTING_KEYS",
     "Counts",
     "InvalidInputError",
     "Settings",
@@ -39,6 +42,7 @@ __all__ = [
     "parse_settings",
     "score",
     "score_text",
+    "text_bytes",
     "words",
 ]
 
@@ -52,3 +56,8 @@ def compute_counts(request: Any) -> Counts:
 def score(request: Any) -> dict[str, Any]:
     """The contract's operation: validate ``request`` and return the output object, or raise InvalidInputError."""
     return build_report(compute_counts(request))
+
+
+def text_bytes(request: dict[str, Any]) -> int:
+    """Total UTF-8 bytes of a valid request's texts (the quantity the size limit bounds)."""
+    return sum(utf8_size(text) for key in ("hypotheses", "references") for text in request[key])

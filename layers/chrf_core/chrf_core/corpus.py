@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from .request import MAX_SEGMENTS, MAX_TEXT_BYTES, InvalidInputError, Settings, _utf8_size
+from .request import MAX_SEGMENTS, MAX_TEXT_BYTES, InvalidInputError, Settings, utf8_size
 from .statistics import Counts, merge_counts
 
 
@@ -30,7 +30,7 @@ def chunk_ranges(
         )
     start, size = 0, 0
     for index, (hypothesis, reference) in enumerate(zip(hypotheses, references)):
-        pair_size = _utf8_size(hypothesis) + _utf8_size(reference)
+        pair_size = utf8_size(hypothesis) + utf8_size(reference)
         if pair_size > max_bytes:
             raise InvalidInputError(
                 None, f"line {index + 1}: its texts take {pair_size} UTF-8 bytes, more than the {max_bytes} allowed"

@@ -90,7 +90,7 @@ def parse_request(request: Any) -> tuple[list[str], list[str], Settings]:
             "references",
             f"references: must have as many segments as hypotheses ({len(hypotheses)}), got {len(references)}",
         )
-    total = sum(_utf8_size(text) for side in texts for text in side)
+    total = sum(utf8_size(text) for side in texts for text in side)
     if total > MAX_TEXT_BYTES:
         raise InvalidInputError(
             None, f"request: all texts together must be at most {MAX_TEXT_BYTES} UTF-8 bytes, got {total}"
@@ -130,7 +130,8 @@ def _integer(request: dict[str, Any], key: str, default: int, low: int, high: in
     return value
 
 
-def _utf8_size(text: str) -> int:
+def utf8_size(text: str) -> int:
+    """UTF-8 size of a text as the size limit counts it."""
     if text.isascii():
         return len(text)
     # surrogatepass: a lone surrogate counts as the 3 bytes of its generalized UTF-8 form.

@@ -1,0 +1,125 @@
+"""template.yaml: what it declares, cfn-lint, the SAM translator (sam validate), and the built artifact itself."""
+
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+
+import pytest
+from chrf_components_cli import local_lambda
+from support import CONTRACT
+
+ROOT = local_lambda.REPO_ROOT
+TEMPLATE = local_lambda.load_template()
+RESOURCES = TEMPLATE["Resources"]
+BUILD_DIR = ROOT / ".aws-sam" / "build"
+SAM = ROOT / ".venv-sam" / "bin" / "sam"
+REQUIRED = os.environ.get("CHRF_REQUIRE_BUILD") == "1"  # set by `make test`, which builds first
+
+
+def needs(path: pathlib.Path, what: str) -> None:
+    if not path.exists():
+        if REQUIRED:
+            pytest.fail(f"{what} is missing: {path}")
+        pytest.skip(f"{what} is missing (run `make test` or `make build`)")
+
+
+def test_layer_is_built_by_sam_python_builder_for_python313_arm64():
+    layer = RESOURCES["ChrfCoreLayer"]
+    assert layer["Type"] == "AWS::Serverless::LayerVersion"
+    assert layer["Metadata"] == {"BuildMethod": "python3.13", "BuildArchitecture": "arm64"}
+    content = ROOT / layer["Properties"]["ContentUri"]
+    assert (content / "chrf_core" / "__init__.py").exists() and not (content / "python").exists()
+    assert layer["Properties"]["CompatibleArchitectures"] == ["arm64"]
+
+
+def test_function_runs_python313_on_arm64_with_the_layer_and_serves_the_contract_route():
+    function = RESOURCES["ChrfComponentsFunction"]["Properties"]
+    globals_function = TEMPLATE["Globals"]["Function"]
+    assert globals_function["Runtime"] == "python3.13" and globals_function["Architectures"] == ["arm64"]
+    assert globals_function["Layers"] == [{"Ref": "ChrfCoreLayer"}]
+    assert function["Handler"] == "app.lambda_handler"
+    route = function["Events"]["Execute"]["Properties"]
+    assert route["Method"] == "POST" and route["Path"] == CONTRACT["execute_url"]
+    assert route["ApiId"] == {"Ref": "HttpApi"}
+
+
+def test_http_api_requires_iam_authorization_has_throttling_cors_and_access_logs():
+    api = RESOURCES["HttpApi"]["Properties"]
+    assert api["Auth"]["DefaultAuthorizer"] == "AWS_IAM" and api["Auth"]["EnableIamAuthorizer"] is True
+    assert set(api["DefaultRouteSettings"]) == {"ThrottlingBurstLimit", "ThrottlingRateLimit"}
+    assert "POST" in api["CorsConfiguration"]["AllowMethods"]
+    assert api["AccessLogSettings"]["DestinationArn"] == {"Fn::GetAtt": "HttpApiAccessLogGroup.Arn"}
+    json.loads(api["AccessLogSettings"]["Format"])  # the access log format is one JSON object
+
+
+def test_every_log_group_has_retention_and_outputs_name_endpoint_function_and_layer():
+    groups = [r for r in RESOURCES.values() if r["Type"] == "AWS::Logs::LogGroup"]
+    assert groups and all("RetentionInDays" in g["Properties"] for g in groups)
+    assert {"ExecuteUrl", "FunctionArn", "LayerArn"} <= set(TEMPLATE["Outputs"])
+    assert CONTRACT["execute_url"] in TEMPLATE["Outputs"]["ExecuteUrl"]["Value"]["Fn::Sub"]
+
+
+def test_handler_module_is_loaded_from_the_templates_code_uri_and_layer(handler):
+    module = sys.modules[handler.__module__]
+    import chrf_core
+
+    code_dir, _, layer_dirs = local_lambda.function_paths(TEMPLATE, "ChrfComponentsFunction")
+    assert code_dir in pathlib.Path(module.__file__).resolve().parents
+    assert layer_dirs[0] in pathlib.Path(chrf_core.__file__).resolve().parents
+
+
+def test_cfn_lint_reports_no_errors_or_warnings():
+    from cfnlint.api import lint_all
+
+    matches = lint_all((ROOT / "template.yaml").read_text(encoding="utf-8"))
+    assert [str(m) for m in matches if m.rule.severity in ("error", "warning")] == []
+
+
+def test_sam_validate_accepts_the_template_offline():
+    needs(SAM, "the SAM CLI (.venv-sam)")
+    env = {**os.environ, "AWS_DEFAULT_REGION": "us-east-1", "SAM_CLI_TELEMETRY": "0"}
+    result = subprocess.run(
+        [str(SAM), "validate", "--template-file", str(ROOT / "template.yaml"), "--region", "us-east-1"],
+        capture_output=True, text=True, env=env, timeout=300,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "is a valid SAM Template" in result.stdout + result.stderr
+
+
+def built_python() -> str:
+    """The Lambda runtime's Python (3.13) when this machine has it, so the artifact is tried on its runtime."""
+    pyenv_root = pathlib.Path(os.environ.get("PYENV_ROOT", pathlib.Path.home() / ".pyenv"))
+    candidates = [str(p) for p in sorted(pyenv_root.glob("versions/3.13*/bin/python3.13"))]
+    candidates += [shutil.which("python3.13") or ""]
+    for candidate in filter(None, candidates):
+        if subprocess.run([candidate, "-c", "pass"], capture_output=True, check=False).returncode == 0:
+            return candidate
+    return sys.executable
+
+
+@pytest.mark.parametrize("event_name", ["http-v2-valid", "stepfunctions-task", "direct-invoke-invalid"])
+def test_sam_build_artifact_imports_and_answers_like_the_source(event_name):
+    function_dir, layer_dir = BUILD_DIR / "ChrfComponentsFunction", BUILD_DIR / "ChrfCoreLayer" / "python"
+    needs(function_dir / "app.py", "the sam build artifact")
+    assert (layer_dir / "chrf_core" / "__init__.py").exists(), "layer must land at /opt/python/chrf_core"
+    event_path = ROOT / "events" / f"{event_name}.json"
+    script = (
+        "import json, sys; sys.path[:0] = [sys.argv[1], sys.argv[2], sys.argv[3]];"
+        "from chrf_components_cli.local_lambda import invoke, comparable;"
+        "import app, chrf_core;"
+        "assert app.__file__.startswith(sys.argv[1]) and chrf_core.__file__.startswith(sys.argv[2]);"
+        "result = invoke(app.lambda_handler, json.load(open(sys.argv[4], encoding='utf-8')));"
+        "print('RESULT ' + json.dumps(comparable(result)))"
+    )
+    env = {"PATH": os.environ.get("PATH", ""), "POWERTOOLS_METRICS_DISABLED": "true", "AWS_REGION": "us-east-1"}
+    completed = subprocess.run(
+        [built_python(), "-I", "-c", script, str(function_dir), str(layer_dir), str(ROOT / "cli"), str(event_path)],
+        capture_output=True, text=True, env=env, timeout=120, check=False,
+    )
+    assert completed.returncode == 0, completed.stderr
+    line = next(line for line in completed.stdout.splitlines() if line.startswith("RESULT "))
+    expected = json.loads((ROOT / "events" / f"{event_name}.expected.json").read_text(encoding="utf-8"))
+    assert json.loads(line[len("RESULT ") :]) == expected
