@@ -39,7 +39,7 @@ def load_template(path: pathlib.Path = TEMPLATE) -> dict[str, Any]:
         return {name: value}
 
     TemplateLoader.add_multi_constructor("!", construct_tag)
-    return yaml.load(path.read_text(encoding="utf-8"), Loader=TemplateLoader)  # noqa: S506 (safe loader subclass)
+    return yaml.load(path.read_text(encoding="utf-8"), Loader=TemplateLoader)
 
 
 def function_paths(template: dict[str, Any], logical_id: str) -> tuple[pathlib.Path, str, list[pathlib.Path]]:

@@ -59,16 +59,16 @@ def corpus_counts(hypotheses: Sequence[str], references: Sequence[str], settings
         try:
             parts.append(compute_counts(chunk_request(hypotheses[start:end], references[start:end], settings)))
         except InvalidInputError as error:
-            raise InvalidInputError(error.field, _with_line(error.message, start)) from None
+            raise InvalidInputError(error.field, relabel_lines(error.message, range(start + 1, end + 1))) from None
     return merge_counts(parts)
 
 
-def _with_line(message: str, offset: int) -> str:
-    """Rewrite ``hypotheses[i]: ...`` of a chunk as ``line N (hypotheses): ...`` of the corpus."""
-    for key in ("hypotheses", "references"):
+def relabel_lines(message: str, lines: Sequence[int]) -> str:
+    """Rewrite a chunk's ``hypotheses[i]: ...`` as ``line N (hypothesis): ...``, N being the corpus line of i."""
+    for key, side in (("hypotheses", "hypothesis"), ("references", "reference")):
         prefix = f"{key}["
         if message.startswith(prefix) and "]" in message:
-            index_text, rest = message[len(prefix):].split("]", 1)
-            if index_text.isdigit():
-                return f"line {offset + int(index_text) + 1} ({key}){rest}"
+            index_text, rest = message[len(prefix) :].split("]", 1)
+            if index_text.isdigit() and int(index_text) < len(lines):
+                return f"line {lines[int(index_text)]} ({side}){rest}"
     return message
