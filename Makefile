@@ -28,8 +28,15 @@ $(SAM_VENV)/.installed: requirements-sam.txt
 	$(SAM_VENV)/bin/pip install -q -r requirements-sam.txt
 	touch $@
 
+# The main job, no AWS account and no Docker: explain a real chrF++ score, then run the Lambda handler on every
+# sample event the way `sam local invoke -e events/X.json` would, printing each response.
 run: setup
-	$(BIN)/python -m chrf_components_cli.demo
+	@echo "== chrf-components score (real MT output, English, chrF++) =="
+	$(BIN)/chrf-components score tests/data/popovic/example.hyp.en tests/data/popovic/example.ref.en --word-order 2
+	@for event in $$(ls events/*.json | grep -v '\.expected\.json$$'); do \
+		echo; echo "== chrf-components invoke $$event =="; \
+		$(BIN)/chrf-components invoke $$event 2>/dev/null || exit 1; \
+	done
 
 lint: setup
 	$(BIN)/ruff check .

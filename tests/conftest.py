@@ -1,11 +1,18 @@
 """Fixtures for every test folder."""
 
+import io
+import sys
+
 import pytest
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="session", autouse=True)
 def handler():
-    """The function loaded exactly as template.yaml declares it (CodeUri + Handler, layer ContentUri on the path)."""
+    """The function loaded exactly as template.yaml declares it (CodeUri + Handler, layer ContentUri on the path).
+
+    Loaded once, first, so that the Powertools Logger binds to the session's output rather than to the
+    short-lived stream of whichever test would happen to import it.
+    """
     from chrf_components_cli import local_lambda
 
     return local_lambda.load_handler()
@@ -14,13 +21,10 @@ def handler():
 @pytest.fixture
 def captured_logs(handler):
     """Everything the function's Powertools Logger writes during the test (its stream is bound at import)."""
-    import io
-    import sys
-
     stream = io.StringIO()
     log_handler = sys.modules[handler.__module__].logger.registered_handler
-    previous = log_handler.setStream(stream)
+    previous, log_handler.stream = log_handler.stream, stream
     try:
         yield stream
     finally:
-        log_handler.setStream(previous)
+        log_handler.stream = previous

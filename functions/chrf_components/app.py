@@ -92,18 +92,7 @@ def parse_body(event: dict[str, Any]) -> Any:
             raise InvalidInputError(None, f"body: not valid UTF-8 (byte {error.start})") from None
         if not body:
             raise InvalidInputError(None, "body: a JSON request object is required, got an empty body")
-    try:
-        return json.loads(body, parse_constant=_reject_constant)
-    except json.JSONDecodeError as error:
-        raise InvalidInputError(
-            None, f"body: not valid JSON ({error.msg} at line {error.lineno} column {error.colno})"
-        ) from None
-    except RecursionError:
-        raise InvalidInputError(None, "body: JSON nested too deeply") from None
-
-
-def _reject_constant(name: str) -> Any:
-    raise InvalidInputError(None, f"body: not valid JSON ({name} is not a JSON number)")
+    return chrf_core.loads_request(body, source="body")
 
 
 def error_body(code: str, message: str, field: str | None = None, with_field: bool = True) -> str:

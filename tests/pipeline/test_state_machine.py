@@ -92,6 +92,9 @@ def moto_variant(definition):
     state["ItemReader"]["ReaderConfig"] = {"InputType": "JSON", "MaxItems": 100000}
     del state["ItemBatcher"], state["ToleratedFailurePercentage"], state["ResultWriter"]
     state["ItemProcessor"]["ProcessorConfig"]["ExecutionType"] = "STANDARD"
+    # One child at a time: moto runs children as threads of one process, and Powertools Metrics keeps one
+    # metric set per process (as Lambda runs one invocation per process), so parallel children would interleave.
+    state["MaxConcurrency"] = 1
     state["ItemSelector"] = {
         "BatchInput": {"settings.$": "$.settings"},
         "Items": [{"line.$": "$$.Map.Item.Index", "item.$": "$$.Map.Item.Value"}],

@@ -6,7 +6,7 @@ scoring the whole at once; the pipeline (one chunk per Lambda batch) and the loc
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from .request import MAX_SEGMENTS, MAX_TEXT_BYTES, InvalidInputError, Settings, utf8_size
@@ -48,8 +48,16 @@ def chunk_request(hypotheses: Sequence[str], references: Sequence[str], settings
     return {"hypotheses": list(hypotheses), "references": list(references), **settings.as_dict()}
 
 
-def corpus_counts(hypotheses: Sequence[str], references: Sequence[str], settings: Settings) -> Counts:
-    """Counts of a whole corpus, computed chunk by chunk through the contract's request path and merged."""
+def corpus_counts(
+    hypotheses: Sequence[str],
+    references: Sequence[str],
+    settings: Settings,
+    progress: Callable[[int, int], None] | None = None,
+) -> Counts:
+    """Counts of a whole corpus, computed chunk by chunk through the contract's request path and merged.
+
+    ``progress(done, total)`` is called after each chunk, with segment counts.
+    """
     from . import compute_counts  # the package's entry point, so chunks go through full validation
 
     if not hypotheses:
@@ -60,6 +68,8 @@ def corpus_counts(hypotheses: Sequence[str], references: Sequence[str], settings
             parts.append(compute_counts(chunk_request(hypotheses[start:end], references[start:end], settings)))
         except InvalidInputError as error:
             raise InvalidInputError(error.field, relabel_lines(error.message, range(start + 1, end + 1))) from None
+        if progress:
+            progress(end, len(hypotheses))
     return merge_counts(parts)
 
 

@@ -6,6 +6,7 @@ has passed, and the request object is only read, never changed.
 
 from __future__ import annotations
 
+import json
 import math
 from collections import namedtuple
 from typing import Any
@@ -48,6 +49,22 @@ class Settings(
     def as_dict(self) -> dict[str, Any]:
         """The settings as the output echoes them, in the output's key order."""
         return self._asdict()
+
+
+def loads_request(text: str, source: str = "body") -> Any:
+    """Parse JSON request text strictly: no NaN or Infinity, no trailing data; any flaw is invalid input."""
+
+    def reject_constant(name: str) -> Any:
+        raise InvalidInputError(None, f"{source}: not valid JSON ({name} is not a JSON number)")
+
+    try:
+        return json.loads(text, parse_constant=reject_constant)
+    except json.JSONDecodeError as error:
+        raise InvalidInputError(
+            None, f"{source}: not valid JSON ({error.msg} at line {error.lineno} column {error.colno})"
+        ) from None
+    except RecursionError:
+        raise InvalidInputError(None, f"{source}: JSON nested too deeply") from None
 
 
 def parse_settings(request: dict[str, Any]) -> Settings:
