@@ -1,9 +1,16 @@
 """Fixtures for every test folder."""
 
 import io
+import os
 import sys
 
 import pytest
+from hypothesis import settings
+
+# CI runs the same examples every time (a red build is reproducible); local runs keep exploring new ones.
+settings.register_profile("ci", derandomize=True, database=None)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 
 
 @pytest.fixture(scope="session", autouse=True)
