@@ -44,6 +44,8 @@ RULE_CASES = [
         ({**VALID, "beta": 0}, "beta", "beta: must be an integer from 1 to 16, got 0"),
         ({**VALID, "beta": 17}, "beta", "beta: must be an integer from 1 to 16, got 17"),
         ({**VALID, "beta": 0.5}, "beta", "beta: must be an integer from 1 to 16, got the number 0.5"),
+        ({**VALID, "beta": 10**5000}, "beta", "beta: must be an integer from 1 to 16, got a number out of range"),
+        ({**VALID, "beta": 1e300}, "beta", "beta: must be an integer from 1 to 16, got a number out of range"),
         ({**VALID, "beta": -math.inf}, "beta", "got a non-finite number"),
         ({**VALID, "lowercase": 1}, "lowercase", "lowercase: must be a boolean (true or false), got the number 1"),
         ({**VALID, "lowercase": "true"}, "lowercase", "got a string"),

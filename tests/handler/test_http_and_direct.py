@@ -22,7 +22,9 @@ OUTPUT_VALIDATOR = Draft202012Validator(CONTRACT["output_schema"])
 def json_representable(request):
     """NaN and infinities cannot be written in JSON; those cases are covered as malformed bodies instead."""
     values = request.values() if isinstance(request, dict) else []
-    return not any(isinstance(v, float) and not math.isfinite(v) for v in values)
+    return not any(
+        (isinstance(v, float) and not math.isfinite(v)) or (type(v) is int and abs(v) > 10**4000) for v in values
+    )
 
 
 JSON_CASES = [case for case in RULE_CASES if json_representable(case[0])]
@@ -45,7 +47,7 @@ def test_every_rule_through_direct_invoke_raises_invalid_input_error(handler, re
     error = json.loads(result["errorMessage"])
     assert error["code"] == "invalid_input" and error["field"] == field
     assert message_matches(error["message"], message)
-    assert json.dumps(request_) == json.dumps(original)
+    assert request_ == original or (request_ != request_ and repr(request_) == repr(original))  # NaN != NaN
 
 
 def test_direct_invoke_error_class_is_named_for_step_functions_catch(handler):
@@ -92,6 +94,7 @@ def test_base64_encoded_body_is_decoded(handler):
         (http_v2_event('{"hypotheses": ["a"], "references": ["a"], "beta": NaN}'), "body: not valid JSON (NaN"),
         (http_v2_event('{"hypotheses": ["a"], "references": ["a"], "beta": -Infinity}'), "body: not valid JSON"),
         (http_v2_event("[" * 100000 + "]" * 100000), "body: JSON nested too deeply"),
+        (http_v2_event('{"beta": ' + "9" * 5000 + "}"), "body: not valid JSON (a number has too many digits)"),
         (http_v2_event(b"\xff\xfe{}", base64_body=True), "body: not valid UTF-8 (byte 0)"),
         (http_v2_event("{}"), "hypotheses: required key is missing"),
         (dict(http_v2_event("x"), body="!!!not base64", isBase64Encoded=True), "body: flagged as base64"),

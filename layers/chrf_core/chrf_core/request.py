@@ -59,12 +59,16 @@ def loads_request(text: str, source: str = "body") -> Any:
 
     try:
         return json.loads(text, parse_constant=reject_constant)
+    except InvalidInputError:
+        raise
     except json.JSONDecodeError as error:
         raise InvalidInputError(
             None, f"{source}: not valid JSON ({error.msg} at line {error.lineno} column {error.colno})"
         ) from None
     except RecursionError:
         raise InvalidInputError(None, f"{source}: JSON nested too deeply") from None
+    except ValueError:  # an integer literal past Python's digit limit (4300 digits)
+        raise InvalidInputError(None, f"{source}: not valid JSON (a number has too many digits)") from None
 
 
 def parse_settings(request: dict[str, Any]) -> Settings:
@@ -143,7 +147,8 @@ def _integer(request: dict[str, Any], key: str, default: int, low: int, high: in
     if type(value) is not int:
         raise InvalidInputError(key, f"{key}: must be an integer from {low} to {high}, got {_describe(value)}")
     if not low <= value <= high:
-        raise InvalidInputError(key, f"{key}: must be an integer from {low} to {high}, got {value}")
+        shown = value if abs(value) < 10**15 else "a number out of range"
+        raise InvalidInputError(key, f"{key}: must be an integer from {low} to {high}, got {shown}")
     return value
 
 
@@ -174,7 +179,7 @@ def _describe(value: Any) -> str:
     if isinstance(value, (int, float)):
         if isinstance(value, float) and not math.isfinite(value):
             return "a non-finite number"
-        return f"the number {value!r}" if abs(value) < 1e15 else "a number out of range"
+        return f"the number {value!r}" if abs(value) < 10**15 else "a number out of range"
     if isinstance(value, str):
         return "a string"
     if isinstance(value, list):
