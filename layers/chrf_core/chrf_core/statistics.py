@@ -139,15 +139,11 @@ def _add_orders(hypothesis: str | tuple[str, ...], reference: str | tuple[str, .
     if not hyp_length or not ref_length:
         return
     # Order 1: clipped matches of the units themselves.
-    hyp_set = set(hypothesis)
-    common = hyp_set.intersection(reference)
+    hyp_counts, ref_counts = Counter(hypothesis), Counter(reference)
+    common = hyp_counts.keys() & ref_counts.keys()
     if not common:
         return
-    if len(hyp_set) == hyp_length:
-        totals[0][2] += len(common)
-    else:
-        hyp_counts, ref_counts = Counter(hypothesis), Counter(reference)
-        totals[0][2] += sum(map(min, map(hyp_counts.__getitem__, common), map(ref_counts.__getitem__, common)))
+    totals[0][2] += sum(map(min, map(hyp_counts.__getitem__, common), map(ref_counts.__getitem__, common)))
     positions = list(compress(range(hyp_length), map(common.__contains__, hypothesis)))
     is_text = isinstance(reference, str)
     for n, total in enumerate(totals[1:], start=2):
