@@ -162,3 +162,14 @@ def test_merge_rejects_malformed_result_files_and_failed_batches(s3, pipeline_ha
     with pytest.raises(RuntimeError, match="failed or pending"):
         merge_report(event, local_lambda.LambdaContext())
     assert "Contents" not in s3.list_objects_v2(Bucket="corpus", Prefix="reports/")
+
+
+def test_corpus_report_schema_is_the_contract_output_schema_without_the_segment_cap():
+    import copy
+
+    from support import CONTRACT
+
+    corpus = json.loads((ROOT / "spec" / "corpus-report.schema.json").read_text(encoding="utf-8"))
+    expected = copy.deepcopy(CONTRACT["output_schema"])
+    del expected["properties"]["segment_count"]["maximum"]
+    assert {k: v for k, v in corpus.items() if k not in ("$schema", "$id", "title", "description")} == expected

@@ -123,3 +123,28 @@ def test_sam_build_artifact_imports_and_answers_like_the_source(event_name):
     line = next(line for line in completed.stdout.splitlines() if line.startswith("RESULT "))
     expected = json.loads((ROOT / "events" / f"{event_name}.expected.json").read_text(encoding="utf-8"))
     assert json.loads(line[len("RESULT ") :]) == expected
+
+
+@pytest.mark.parametrize(("logical_id", "attribute"), [("ScoreBatchFunction", "score_batch"),
+                                                       ("MergeReportFunction", "merge_report")])
+def test_sam_build_artifacts_of_the_pipeline_functions_import_their_handlers(logical_id, attribute):
+    function_dir, layer_dir = BUILD_DIR / logical_id, BUILD_DIR / "ChrfCoreLayer" / "python"
+    needs(function_dir / "pipeline.py", f"the sam build artifact of {logical_id}")
+    handler = RESOURCES[logical_id]["Properties"]["Handler"]
+    assert handler == f"pipeline.{attribute}"
+    # boto3 comes with the Lambda runtime, not the package: the merge function imports it only when it runs.
+    script = (
+        "import sys; sys.path[:0] = [sys.argv[1], sys.argv[2], sys.argv[3]]; import pipeline;"
+        "from chrf_components_cli.local_lambda import LambdaContext;"
+        f"assert callable(pipeline.{attribute}) and pipeline.__file__.startswith(sys.argv[1]);"
+        "item = {'hypothesis': 'a', 'reference': 'a'};"
+        "batch = {'BatchInput': {'settings': {}}, 'Items': [{'line': 0, 'item': item}]};"
+        "print('RESULT', pipeline.score_batch(batch, LambdaContext())['counts']['orders'][0])"
+    )
+    env = {"PATH": os.environ.get("PATH", ""), "POWERTOOLS_METRICS_DISABLED": "true", "AWS_REGION": "us-east-1"}
+    completed = subprocess.run(
+        [built_python(), "-I", "-c", script, str(function_dir), str(layer_dir), str(ROOT / "cli")],
+        capture_output=True, text=True, env=env, timeout=120, check=False,
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert "RESULT [1, 1, 1]" in completed.stdout
