@@ -41,13 +41,20 @@ class InvalidInputError(chrf_core.InvalidInputError):
         return json.dumps(self.to_dict(), ensure_ascii=False)
 
 
+def loggable(error: chrf_core.InvalidInputError) -> dict[str, Any]:
+    """Field and rule of an error, for logs. An unknown key is the caller's text, so it is not logged."""
+    if error.field is None or error.field in chrf_core.REQUEST_KEYS:
+        return {"field": error.field, "rule": error.message}
+    return {"field": "<unknown key>", "rule": "unknown key"}
+
+
 def score_request(request: Any, source: str) -> dict[str, Any]:
     """Score one contract request, recording metrics and a text-free log line either way."""
     try:
         output = chrf_core.score(request)
     except chrf_core.InvalidInputError as error:
         metrics.add_metric(name="InvalidInputs", unit=MetricUnit.Count, value=1)
-        logger.info("invalid input", extra={"source": source, "field": error.field, "rule": error.message})
+        logger.info("invalid input", extra={"source": source, **loggable(error)})
         raise
     text_bytes = chrf_core.text_bytes(request)
     metrics.add_metric(name="Segments", unit=MetricUnit.Count, value=output["segment_count"])

@@ -19,7 +19,7 @@ import re
 from typing import Any
 
 import chrf_core
-from app import InvalidInputError, logger, metrics
+from app import InvalidInputError, loggable, logger, metrics
 from aws_lambda_powertools.metrics import MetricUnit
 from chrf_core.corpus import chunk_request, relabel_lines
 
@@ -37,7 +37,7 @@ def score_batch(event: dict[str, Any], context: Any) -> dict[str, Any]:
         counts = chrf_core.compute_counts(chunk_request(hypotheses, references, settings))
     except chrf_core.InvalidInputError as error:
         lines = _batch_lines(event)
-        logger.info("invalid batch", extra={"field": error.field, "rule": error.message})
+        logger.info("invalid batch", extra=loggable(error))
         metrics.add_metric(name="InvalidInputs", unit=MetricUnit.Count, value=1)
         raise InvalidInputError(error.field, relabel_lines(error.message, lines)) from None
     metrics.add_metric(name="Segments", unit=MetricUnit.Count, value=len(lines))

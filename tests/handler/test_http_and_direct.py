@@ -151,6 +151,7 @@ def test_logs_carry_sizes_settings_and_request_ids_but_never_the_texts(handler, 
     local_lambda.invoke(handler, request)
     local_lambda.invoke(handler, {**request, "beta": 0})
     call(handler, http_v2_event(json.dumps({**request, "unknown": secret_hyp}, ensure_ascii=False)))
+    local_lambda.invoke(handler, {**request, "CONFIDENTIAL key pasted by mistake": 1})
     output = captured_logs.getvalue() + capsys.readouterr().out
     assert "CONFIDENTIAL" not in output and "ЖЖЖ" not in output and "\\u0416" not in output
     logs = [json.loads(line) for line in output.splitlines() if line.startswith('{"level"')]

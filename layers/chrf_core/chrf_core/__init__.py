@@ -16,6 +16,7 @@ from .report import build_report, fraction_text, order_labels, score_text
 from .request import (
     MAX_SEGMENTS,
     MAX_TEXT_BYTES,
+    REQUEST_KEYS,
     SETTING_KEYS,
     InvalidInputError,
     Settings,
@@ -29,6 +30,7 @@ from .statistics import Counts, count_segments, merge_counts, words
 __all__ = [
     "MAX_SEGMENTS",
     "MAX_TEXT_BYTES",
+    "REQUEST_KEYS",
     "SETTING_KEYS",
     "Counts",
     "InvalidInputError",
