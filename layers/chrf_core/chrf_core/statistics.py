@@ -139,13 +139,24 @@ def _add_orders(hypothesis: str | tuple[str, ...], reference: str | tuple[str, .
     if not hyp_length or not ref_length:
         return
     # Order 1: clipped matches of the units themselves.
-    hyp_counts, ref_counts = Counter(hypothesis), Counter(reference)
-    common = hyp_counts.keys() & ref_counts.keys()
+    is_text = isinstance(reference, str)
+    if is_text:  # characters repeat: count them
+        hyp_counts, ref_counts = Counter(hypothesis), Counter(reference)
+        common = hyp_counts.keys() & ref_counts.keys()
+        distinct = len(hyp_counts) == hyp_length
+    else:  # words mostly do not: a set is enough when every hypothesis word is distinct
+        hyp_set = set(hypothesis)
+        common = hyp_set.intersection(reference)
+        distinct = len(hyp_set) == hyp_length
     if not common:
         return
-    totals[0][2] += sum(map(min, map(hyp_counts.__getitem__, common), map(ref_counts.__getitem__, common)))
+    if distinct:
+        totals[0][2] += len(common)
+    else:
+        if not is_text:
+            hyp_counts, ref_counts = Counter(hypothesis), Counter(reference)
+        totals[0][2] += sum(map(min, map(hyp_counts.__getitem__, common), map(ref_counts.__getitem__, common)))
     positions = list(compress(range(hyp_length), map(common.__contains__, hypothesis)))
-    is_text = isinstance(reference, str)
     for n, total in enumerate(totals[1:], start=2):
         positions = list(compress(positions, map((1).__eq__, map(sub, positions[1:], positions))))
         if not positions:
