@@ -59,25 +59,24 @@ def read_batch(event: Any) -> tuple[chrf_core.Settings, list[int], list[str], li
             unknown[0], f"settings.{unknown[0]}: unknown key; allowed keys are {', '.join(chrf_core.SETTING_KEYS)}"
         )
     settings = chrf_core.parse_settings(settings_request)
-    lines, hypotheses, references = [], [], []
-    for position, entry in enumerate(event["Items"]):
-        line = entry.get("line") + 1 if isinstance(entry, dict) and type(entry.get("line")) is int else None
+    lines = _batch_lines(event)
+    hypotheses, references = [], []
+    for entry, line in zip(event["Items"], lines):
         item = entry.get("item") if isinstance(entry, dict) else None
-        where = f"line {line}" if line else f"item {position + 1} of the batch"
         if not isinstance(item, dict) or set(item) != set(ITEM_KEYS):
             raise chrf_core.InvalidInputError(
-                None, f"{where}: must be a JSON object with exactly the keys hypothesis and reference"
+                None, f"line {line}: must be a JSON object with exactly the keys hypothesis and reference"
             )
         for key, contract_key in ITEM_KEYS.items():
             if not isinstance(item[key], str):
-                raise chrf_core.InvalidInputError(contract_key, f"{where}: {key} must be a string")
-        lines.append(line or position + 1)
+                raise chrf_core.InvalidInputError(contract_key, f"line {line}: {key} must be a string")
         hypotheses.append(item["hypothesis"])
         references.append(item["reference"])
     return settings, lines, hypotheses, references
 
 
 def _batch_lines(event: Any) -> list[int]:
+    """1-based JSON Lines line of each batch item (from the ItemSelector's $$.Map.Item.Index; else its position)."""
     items = event.get("Items") if isinstance(event, dict) else None
     if not isinstance(items, list):
         return []
