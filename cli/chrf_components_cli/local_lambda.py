@@ -10,6 +10,7 @@ them.
 from __future__ import annotations
 
 import importlib
+import json
 import pathlib
 import sys
 import time
@@ -113,8 +114,6 @@ def comparable(result: Any) -> dict[str, Any]:
 
 
 def _json_or_text(text: Any) -> Any:
-    import json
-
     try:
         return json.loads(text)
     except (TypeError, ValueError):

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from .request import MAX_SEGMENTS, MAX_TEXT_BYTES, InvalidInputError, Settings, utf8_size
+from .request import MAX_SEGMENTS, MAX_TEXT_BYTES, InvalidInputError, Settings, check_equal_counts, utf8_size
 from .statistics import Counts, merge_counts
 
 
@@ -23,11 +23,7 @@ def chunk_ranges(
 
     A segment whose texts alone exceed ``max_bytes`` cannot be scored: it raises, naming its 1-based line.
     """
-    if len(hypotheses) != len(references):
-        raise InvalidInputError(
-            "references",
-            f"references: must have as many segments as hypotheses ({len(hypotheses)}), got {len(references)}",
-        )
+    check_equal_counts(hypotheses, references)
     start, size = 0, 0
     for index, (hypothesis, reference) in enumerate(zip(hypotheses, references)):
         pair_size = utf8_size(hypothesis) + utf8_size(reference)

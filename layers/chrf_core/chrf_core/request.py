@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 from collections import namedtuple
+from collections.abc import Sequence
 from typing import Any
 
 MAX_SEGMENTS = 256
@@ -106,11 +107,7 @@ def parse_request(request: Any) -> tuple[list[str], list[str], Settings]:
             raise InvalidInputError(key, f"{key}: required key is missing")
     texts = [_text_list(request, key) for key in TEXT_KEYS]
     hypotheses, references = texts
-    if len(hypotheses) != len(references):
-        raise InvalidInputError(
-            "references",
-            f"references: must have as many segments as hypotheses ({len(hypotheses)}), got {len(references)}",
-        )
+    check_equal_counts(hypotheses, references)
     total = sum(utf8_size(text) for side in texts for text in side)
     if total > MAX_TEXT_BYTES:
         raise InvalidInputError(
@@ -123,6 +120,15 @@ def parse_request(request: Any) -> tuple[list[str], list[str], Settings]:
                     key, f"{key}[{index}]: must not contain a lone surrogate code point (U+D800..U+DFFF)"
                 )
     return list(hypotheses), list(references), parse_settings(request)
+
+
+def check_equal_counts(hypotheses: Sequence[str], references: Sequence[str]) -> None:
+    """The rule that every hypothesis has its reference (line-aligned)."""
+    if len(hypotheses) != len(references):
+        raise InvalidInputError(
+            "references",
+            f"references: must have as many segments as hypotheses ({len(hypotheses)}), got {len(references)}",
+        )
 
 
 def _text_list(request: dict[str, Any], key: str) -> list[str]:
