@@ -1,12 +1,13 @@
 """Per-order n-gram counts of a set of segments: hypothesis totals, reference totals and clipped matches.
 
 Counts are plain sums over segments, so the counts of any split of a corpus add up to the counts of the
-whole (:func:`merge_counts`). Three shortcuts keep this fast without changing a number:
+whole (:func:`merge_counts`). Shortcuts keep this fast without changing a number:
 
 * totals are arithmetic: a sequence of length L has max(0, L - n + 1) n-grams of order n;
 * a segment whose hypothesis equals its reference matches everything;
-* once an order has no match in a segment, no higher order can match there (every matching n+1-gram
-  starts with a matching n-gram), so no higher-order n-grams are built at all.
+* every matching n+1-gram starts with a matching n-gram, so each order builds only the hypothesis n-grams
+  at positions where the previous order matched, and stops the segment when nothing matched;
+* likewise, once an order has no repeated match, no higher order has one, so clipping is skipped from there.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from __future__ import annotations
 from collections import Counter, namedtuple
 from collections.abc import Iterable, Sequence
 from itertools import compress
-from operator import sub
 from typing import Any
 
 from .request import InvalidInputError, Settings, parse_settings
@@ -123,10 +123,10 @@ def _add_orders(hypothesis: str | tuple[str, ...], reference: str | tuple[str, .
     """Add one segment's counts for orders 1..len(totals) to ``totals``.
 
     Only hypothesis n-grams that can still match are ever built: the n-gram at position i can occur in the
-    reference only if the (n-1)-grams at i and i+1 both do, so each order looks only at the positions where
-    the previous order found its n-gram in the reference. Every occurrence of a matching n-gram sits at such a
-    position, so counts restricted to them are exact. Reference n-grams are not built for characters at all:
-    the reference string is searched directly.
+    reference only if the (n-1)-gram at i does, so each order looks only at the positions where the previous
+    order found its n-gram in the reference. Every occurrence of a matching n-gram sits at such a position, so
+    counts restricted to them are exact. Reference n-grams are not built for characters at all: the reference
+    string is searched directly.
     """
     hyp_length, ref_length = len(hypothesis), len(reference)
     for n, total in enumerate(totals, start=1):
@@ -157,8 +157,10 @@ def _add_orders(hypothesis: str | tuple[str, ...], reference: str | tuple[str, .
             hyp_counts, ref_counts = Counter(hypothesis), Counter(reference)
         totals[0][2] += sum(map(min, map(hyp_counts.__getitem__, common), map(ref_counts.__getitem__, common)))
     positions = list(compress(range(hyp_length), map(common.__contains__, hypothesis)))
+    may_repeat = True
     for n, total in enumerate(totals[1:], start=2):
-        positions = list(compress(positions, map((1).__eq__, map(sub, positions[1:], positions))))
+        if positions and positions[-1] > hyp_length - n:
+            positions.pop()  # the last (n-1)-gram has no room to grow
         if not positions:
             return
         grams = [hypothesis[i : i + n] for i in positions]
@@ -166,16 +168,18 @@ def _add_orders(hypothesis: str | tuple[str, ...], reference: str | tuple[str, .
             found = list(map(reference.__contains__, grams))
         else:
             found = list(map(set([reference[i : i + n] for i in range(ref_length - n + 1)]).__contains__, grams))
-        if not any(found):
+        matches = found.count(True)
+        if not matches:
             return
-        matched = list(compress(grams, found))
-        distinct = set(matched)
-        total[2] += len(distinct)
-        if len(distinct) != len(matched):
-            # A repeated hypothesis n-gram matches as often as both sides have it.
-            for gram, count in Counter(matched).items():
-                if count > 1:
-                    total[2] += min(count, _overlapping_count(reference, gram)) - 1
+        total[2] += matches
+        if may_repeat:
+            # A repeated hypothesis n-gram matches only as often as the reference has it too. Once an order has
+            # no repeated match, no higher order can (a repeated n-gram repeats its (n-1)-gram prefix).
+            matched = list(compress(grams, found))
+            repeated = {gram: count for gram, count in Counter(matched).items() if count > 1}
+            for gram, count in repeated.items():
+                total[2] -= count - min(count, _overlapping_count(reference, gram))
+            may_repeat = bool(repeated)
         positions = list(compress(positions, found))
 
 
