@@ -1,6 +1,7 @@
 """Every validation rule of the contract, its field and message, and the order between rules."""
 
 import copy
+import json
 
 import chrf_core
 import pytest
@@ -104,3 +105,31 @@ def test_valid_request_is_not_mutated_and_output_shares_no_lists_with_it():
     original = copy.deepcopy(request)
     chrf_core.score(request)
     assert request == original and type(request["word_order"]) is float
+
+
+def test_an_unknown_key_is_named_once_in_field_and_never_in_the_message():
+    error = invalid({**VALID, "my pasted translation": 1})
+    assert error.field == "my pasted translation"
+    assert "pasted" not in error.message and error.message.startswith("request: unknown key")
+
+
+def test_a_lone_surrogate_in_an_unknown_key_is_escaped_so_the_error_encodes_as_utf8():
+    error = invalid({**VALID, "\ud800x": 1})
+    assert error.field == "\\ud800x"
+    json.dumps(error.to_dict(), ensure_ascii=False).encode("utf-8")
+
+
+def test_a_long_unknown_key_is_shortened_with_an_ellipsis():
+    error = invalid({"k" * 3_200_000: 1, **VALID})
+    assert len(error.field) == 64 and error.field.endswith("…")
+    assert len(json.dumps(error.to_dict(), ensure_ascii=False).encode("utf-8")) < 1024
+
+
+def test_an_error_placed_at_a_corpus_line_names_the_line_and_side_and_carries_both_as_data():
+    error = chrf_core.InvalidInputError("references", "must be a string", index=3)
+    assert error.message == "references[3]: must be a string"
+    placed = error.at_line(771)
+    assert placed.message == "line 771 (reference): must be a string"
+    assert (placed.line, placed.index, placed.field) == (771, 3, "references")
+    assert placed.to_dict() == {"code": "invalid_input", "field": "references", "message": placed.message,
+                                "line": 771}

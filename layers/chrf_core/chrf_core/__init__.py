@@ -1,7 +1,9 @@
 """chrf_core: exact chrF / chrF++ components (per-order counts, precision, recall, F) as the contract defines them.
 
-Pure Python with no third-party dependencies; shared by the Lambda handler, the corpus pipeline and the
-command line. ``score(request)`` is the contract's whole operation.
+No third-party dependencies; shared by the Lambda functions, the corpus pipeline and the command line.
+``score(request)`` is the contract's whole operation. Counting runs in the native kernel (C) when it loads and
+in pure Python otherwise (or when ``CHRF_CORE_NATIVE=0``); ``KERNEL`` says which, ``KERNEL_ERROR`` why the
+native one is not used.
 
 One deliberate difference from sacreBLEU 2.x and chrF++.py: those drop a segment's hypothesis n-grams of an
 order when its reference has none of that order (``hyp_count if ref_ngrams else 0``); the contract counts every
@@ -12,41 +14,60 @@ from __future__ import annotations
 
 from typing import Any
 
-from .report import build_report, fraction_text, order_labels, score_text
-from .request import (
+from .contract import (
+    AVERAGINGS,
+    DEFAULTS,
+    EXECUTE_PATH,
     MAX_SEGMENTS,
     MAX_TEXT_BYTES,
     REQUEST_KEYS,
     SETTING_KEYS,
-    InvalidInputError,
+    TEXT_KEYS,
+    TOOL,
+    VERSION,
     Settings,
-    loads_request,
-    parse_request,
-    parse_settings,
-    utf8_size,
 )
-from .statistics import Counts, count_segments, merge_counts, words
+from .counting import KERNEL, KERNEL_ERROR, KERNELS, Counts, count_segments, merge_counts, order_labels, segment_rows
+from .errors import InvalidInputError, shown
+from .python_kernel import words
+from .report import build_report, exact_score, fraction_text, score_text
+from .request import loads_request, make_request, parse_request, parse_settings, unknown_key_error, utf8_size
 
 __all__ = [
+    "AVERAGINGS",
+    "DEFAULTS",
+    "EXECUTE_PATH",
+    "KERNEL",
+    "KERNELS",
+    "KERNEL_ERROR",
     "MAX_SEGMENTS",
     "MAX_TEXT_BYTES",
     "REQUEST_KEYS",
     "SETTING_KEYS",
+    "TEXT_KEYS",
+    "TOOL",
+    "VERSION",
     "Counts",
     "InvalidInputError",
     "Settings",
     "build_report",
     "compute_counts",
     "count_segments",
+    "exact_score",
     "fraction_text",
     "loads_request",
+    "make_request",
     "merge_counts",
     "order_labels",
     "parse_request",
     "parse_settings",
     "score",
     "score_text",
+    "segment_rows",
+    "shown",
     "text_bytes",
+    "unknown_key_error",
+    "utf8_size",
     "words",
 ]
 
@@ -64,4 +85,4 @@ def score(request: Any) -> dict[str, Any]:
 
 def text_bytes(request: dict[str, Any]) -> int:
     """Total UTF-8 bytes of a valid request's texts (the quantity the size limit bounds)."""
-    return sum(utf8_size(text) for key in ("hypotheses", "references") for text in request[key])
+    return sum(utf8_size(text) for key in TEXT_KEYS for text in request[key])

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
 
-from .statistics import Counts
+from .contract import Settings
+from .counting import Counts, Triple, order_labels
 
 ZERO = Fraction(0)
 
@@ -21,9 +23,36 @@ def score_text(value: Fraction) -> str:
     return f"{micro // 1_000_000}.{micro % 1_000_000:06d}"
 
 
-def order_labels(char_order: int, word_order: int) -> list[tuple[str, int]]:
-    """The (type, n) of every order, characters first."""
-    return [("char", n) for n in range(1, char_order + 1)] + [("word", n) for n in range(1, word_order + 1)]
+def exact_score(settings: Settings, orders: Sequence[Triple]) -> Fraction:
+    """The score of these counts as one exact fraction, with one reduction at the end (fast enough to score
+    every segment of a large corpus)."""
+    beta_squared = settings.beta * settings.beta
+    if settings.averaging == "per_order_f":
+        # mean over all orders of f = (1 + b^2) m / (b^2 r + h), an order without n-grams counting as 0
+        numerator, denominator = 0, 1
+        for hyp, ref, match in orders:
+            if hyp and ref and match:
+                order_denominator = beta_squared * ref + hyp
+                numerator = numerator * order_denominator + (1 + beta_squared) * match * denominator
+                denominator *= order_denominator
+        return Fraction(100 * numerator, denominator * len(orders))
+    # F_beta of the averages over effective orders: P = Pn / (k Pd), R = Rn / (k Rd)
+    effective = 0
+    precision_numerator, precision_denominator, recall_numerator, recall_denominator = 0, 1, 0, 1
+    for hyp, ref, match in orders:
+        if hyp and ref:
+            effective += 1
+            precision_numerator = precision_numerator * hyp + match * precision_denominator
+            precision_denominator *= hyp
+            recall_numerator = recall_numerator * ref + match * recall_denominator
+            recall_denominator *= ref
+    if not precision_numerator and not recall_numerator:
+        return ZERO
+    return Fraction(
+        100 * (1 + beta_squared) * precision_numerator * recall_numerator,
+        effective
+        * (beta_squared * precision_numerator * recall_denominator + recall_numerator * precision_denominator),
+    )
 
 
 def build_report(counts: Counts) -> dict[str, Any]:
@@ -31,7 +60,7 @@ def build_report(counts: Counts) -> dict[str, Any]:
     settings = counts.settings
     beta_squared = settings.beta * settings.beta
     orders = []
-    precisions, recalls, f_scores = [], [], []
+    precisions, recalls = [], []
     for (kind, n), (hyp, ref, match) in zip(
         order_labels(settings.char_order, settings.word_order), counts.orders, strict=True
     ):
@@ -40,10 +69,9 @@ def build_report(counts: Counts) -> dict[str, Any]:
         effective = hyp > 0 and ref > 0
         # (1+b^2)PR / (b^2 P + R) with P = m/h and R = m/r simplifies to (1+b^2) m / (b^2 r + h).
         f_score = Fraction((1 + beta_squared) * match, beta_squared * ref + hyp) if effective else None
-        if effective:
+        if precision is not None and recall is not None:
             precisions.append(precision)
             recalls.append(recall)
-        f_scores.append(f_score or ZERO)
         orders.append(
             {
                 "type": kind,
@@ -60,18 +88,7 @@ def build_report(counts: Counts) -> dict[str, Any]:
     effective_count = len(precisions)
     average_precision = sum(precisions, ZERO) / effective_count if effective_count else ZERO
     average_recall = sum(recalls, ZERO) / effective_count if effective_count else ZERO
-    if settings.averaging == "per_order_f":
-        score = 100 * sum(f_scores, ZERO) / len(f_scores)
-    elif average_precision or average_recall:
-        score = (
-            100
-            * (1 + beta_squared)
-            * average_precision
-            * average_recall
-            / (beta_squared * average_precision + average_recall)
-        )
-    else:
-        score = ZERO
+    score = exact_score(settings, counts.orders)
     return {
         **settings.as_dict(),
         "segment_count": counts.segment_count,

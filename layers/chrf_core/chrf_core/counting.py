@@ -1,0 +1,165 @@
+"""Per-order n-gram counts of segments: hypothesis totals, reference totals and clipped matches.
+
+Counts are plain sums over segments, so the counts of any split of a corpus add up to the counts of the whole
+(:func:`merge_counts`). The counting itself is done by a kernel: the native one (C, ``chrf_core._kernel``) when
+it loads, else the pure-Python one; both count exactly the same, in time linear in the text.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterable, Sequence
+from typing import Any, NamedTuple, Protocol
+
+from . import python_kernel
+from .contract import INTEGER_RANGES, SETTING_KEYS, Settings
+from .errors import InvalidInputError
+
+Triple = tuple[int, int, int]
+
+
+class Kernel(Protocol):
+    def __call__(
+        self,
+        hypotheses: Sequence[str],
+        references: Sequence[str],
+        char_order: int,
+        word_order: int,
+        include_whitespace: bool,
+        per_segment: bool,
+        /,
+    ) -> Any: ...
+
+
+def _load_native() -> tuple[Kernel | None, str | None]:
+    """The native kernel's ``count``, or None and why not (None, None when switched off by CHRF_CORE_NATIVE=0)."""
+    if os.environ.get("CHRF_CORE_NATIVE", "1") == "0":
+        return None, None
+    try:
+        from . import _kernel  # type: ignore[attr-defined]
+    except ImportError as error:
+        present = any(name.startswith("_kernel.") for name in os.listdir(os.path.dirname(__file__)))
+        if not present:
+            return None, "not built (no _kernel extension beside chrf_core)"
+        return None, f"present but failed to load: {error}"
+    _kernel.set_seed(int.from_bytes(os.urandom(8), "little"))
+    return _kernel.count, None
+
+
+_native_count, KERNEL_ERROR = _load_native()
+KERNELS: dict[str, Kernel] = {"python": python_kernel.count}
+if _native_count is not None:
+    KERNELS["native"] = _native_count
+KERNEL = "native" if _native_count is not None else "python"
+if KERNEL_ERROR:
+    logging.getLogger("chrf_core").warning("chrf_core: native kernel not used, counting in Python: %s", KERNEL_ERROR)
+
+
+class Counts(NamedTuple):
+    """Summed per-order counts: ``orders[i]`` is (hypothesis_ngrams, reference_ngrams, matching_ngrams).
+
+    Orders are character n = 1..char_order, then word n = 1..word_order.
+    """
+
+    settings: Settings
+    segment_count: int
+    orders: tuple[Triple, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready form, for carrying counts between processes (for example pipeline batches)."""
+        return {
+            "settings": self.settings.as_dict(),
+            "segment_count": self.segment_count,
+            "orders": [list(order) for order in self.orders],
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Counts:
+        """Rebuild counts from :meth:`to_dict` output, checking every value (they may come from storage)."""
+        if not isinstance(data, dict) or set(data) != {"settings", "segment_count", "orders"}:
+            raise ValueError("counts: expected an object with settings, segment_count and orders")
+        settings_data = data["settings"]
+        if not isinstance(settings_data, dict) or set(settings_data) != set(SETTING_KEYS):
+            raise ValueError("counts: settings must name every setting")
+        from .request import parse_settings
+
+        try:
+            settings = parse_settings(settings_data)
+        except InvalidInputError as error:
+            raise ValueError(f"counts: {error.message}") from None
+        if any(type(settings_data[key]) is not int for key in INTEGER_RANGES):
+            raise ValueError("counts: settings must hold integers as integers")
+        segment_count, orders = data["segment_count"], data["orders"]
+        if type(segment_count) is not int or segment_count < 1:
+            raise ValueError("counts: segment_count must be a positive integer")
+        if not isinstance(orders, list) or len(orders) != settings.char_order + settings.word_order:
+            raise ValueError("counts: orders must hold one entry per n-gram order")
+        triples: list[Triple] = []
+        for order in orders:
+            if not isinstance(order, list) or len(order) != 3 or any(type(v) is not int or v < 0 for v in order):
+                raise ValueError("counts: each order must be [hypothesis, reference, matching] counts")
+            triples.append((order[0], order[1], order[2]))
+        counts = cls(settings, segment_count, tuple(triples))
+        problem = counts.inconsistency()
+        if problem:
+            raise ValueError(f"counts: {problem}")
+        return counts
+
+    def inconsistency(self) -> str | None:
+        """What makes these counts impossible, if anything: more matches than n-grams on a side, or more
+        n-grams of order n+1 than of order n (each n+1-gram extends an n-gram)."""
+        labels = order_labels(self.settings.char_order, self.settings.word_order)
+        for (kind, n), (hypothesis, reference, matching) in zip(labels, self.orders):
+            if matching > min(hypothesis, reference):
+                return f"{kind} {n}: {matching} matches but {hypothesis} hypothesis and {reference} reference n-grams"
+        for index in range(1, len(self.orders)):
+            (kind, n), (previous_kind, _) = labels[index], labels[index - 1]
+            if kind == previous_kind and any(self.orders[index][k] > self.orders[index - 1][k] for k in range(3)):
+                return f"{kind} {n}: more n-grams or matches than order {n - 1}"
+        return None
+
+
+def order_labels(char_order: int, word_order: int) -> list[tuple[str, int]]:
+    """The (type, n) of every order, characters first."""
+    return [("char", n) for n in range(1, char_order + 1)] + [("word", n) for n in range(1, word_order + 1)]
+
+
+def _run(hypotheses: Sequence[str], references: Sequence[str], settings: Settings, per_segment: bool) -> Any:
+    if settings.lowercase:
+        hypotheses = [text.lower() for text in hypotheses]
+        references = [text.lower() for text in references]
+    return KERNELS[KERNEL](
+        hypotheses, references, settings.char_order, settings.word_order, settings.include_whitespace, per_segment
+    )
+
+
+def count_segments(hypotheses: Sequence[str], references: Sequence[str], settings: Settings) -> Counts:
+    """Counts of every order summed over line-aligned, already validated segments."""
+    if len(hypotheses) != len(references):
+        raise ValueError("count_segments: hypotheses and references differ in number")
+    return Counts(settings, len(hypotheses), _run(hypotheses, references, settings, per_segment=False))
+
+
+def segment_rows(hypotheses: Sequence[str], references: Sequence[str], settings: Settings) -> memoryview:
+    """Each segment's own counts: a flat int64 view, one row of 3 * (char_order + word_order) per segment
+    (hypothesis, reference, matching for each order in turn)."""
+    if len(hypotheses) != len(references):
+        raise ValueError("segment_rows: hypotheses and references differ in number")
+    return memoryview(_run(hypotheses, references, settings, per_segment=True)).cast("q")
+
+
+def merge_counts(parts: Iterable[Counts]) -> Counts:
+    """Sum the counts of several disjoint sets of segments scored with identical settings."""
+    parts = list(parts)
+    if not parts:
+        raise ValueError("merge: nothing to merge")
+    settings = parts[0].settings
+    for part in parts[1:]:
+        if part.settings != settings:
+            raise ValueError(f"merge: settings differ ({part.settings.as_dict()} vs {settings.as_dict()})")
+    orders = tuple(
+        (sum(order[0] for order in column), sum(order[1] for order in column), sum(order[2] for order in column))
+        for column in zip(*(part.orders for part in parts))
+    )
+    return Counts(settings, sum(part.segment_count for part in parts), orders)

@@ -1,0 +1,71 @@
+"""Invalid input: which rule a request broke, where, and a message that is always safe to send back.
+
+An error carries its position as data (``index``: the segment in a request; ``line``: the 1-based line of a
+corpus) and builds its message from it, so callers relocate an error (a chunk's segment 3 is the corpus's line
+771) without parsing text. Anything echoed from the caller goes through :func:`shown`, which makes it short and
+encodable as UTF-8.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from .contract import TEXT_SIDES
+
+MAX_SHOWN = 64
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def shown(text: str, limit: int = MAX_SHOWN) -> str:
+    """Caller text as an error may show it: at most ``limit`` characters (then an ellipsis), lone surrogates
+    written as ``\\udxxx`` so the message encodes as UTF-8."""
+    clipped = text if len(text) <= limit else text[: limit - 1] + "…"
+    return _LONE_SURROGATE.sub(lambda match: f"\\u{ord(match.group()):04x}", clipped)
+
+
+class InvalidInputError(ValueError):
+    """A request broke a contract rule.
+
+    ``field`` is the top-level key concerned (None for the whole request); ``detail`` states the rule;
+    ``index`` is the segment concerned within the request, ``line`` its 1-based line in a corpus.
+    """
+
+    def __init__(
+        self,
+        field: str | None,
+        detail: str,
+        *,
+        index: int | None = None,
+        line: int | None = None,
+        subject: str | None = None,
+    ) -> None:
+        self.field = field
+        self.detail = detail
+        self.index = index
+        self.line = line
+        self.subject = subject
+        super().__init__(self.message)
+
+    @property
+    def message(self) -> str:
+        """The rule with where it applies: ``references[3]: ...``, ``line 12 (reference): ...``, ``beta: ...``."""
+        if self.line is not None:
+            side = TEXT_SIDES.get(self.field or "")
+            where = f"line {self.line} ({side})" if side and self.index is not None else f"line {self.line}"
+        elif self.index is not None:
+            where = f"{self.field}[{self.index}]"
+        else:
+            where = self.subject or self.field or "request"
+        return f"{where}: {self.detail}"
+
+    def at_line(self, line: int) -> InvalidInputError:
+        """The same error placed at a corpus line (the segment ``index`` of a chunk that starts elsewhere)."""
+        return InvalidInputError(self.field, self.detail, index=self.index, line=line, subject=self.subject)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The error envelope's body (``{"code", "field", "message"}``, plus ``line`` for a corpus line)."""
+        body: dict[str, Any] = {"code": "invalid_input", "field": self.field, "message": self.message}
+        if self.line is not None:
+            body["line"] = self.line
+        return body

@@ -1,0 +1,203 @@
+"""The pure-Python counting kernel: the same numbers as the native one, for every platform.
+
+Linear in the text: for each order it hashes only the n-grams that can still match. An n-gram at a position can
+occur on the other side only if its (n-1)-gram does, so after each order both sides keep just the positions
+whose n-gram the other side has too; a segment stops as soon as nothing matches. Matches are clipped by
+counting both sides (Counter), and once no kept n-gram repeats on either side, no longer one can, so plain sets
+do from there on.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from itertools import compress
+from operator import add, sub
+
+# Up to this many code points, a reference string is searched rather than its n-grams hashed (see
+# add_character_orders_short_reference); the bound keeps every search, and so the whole count, linear.
+SHORT_REFERENCE = 256
+ASCII_PUNCTUATION = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")  # string.punctuation
+
+
+def words(text: str) -> list[str]:
+    """Word tokens as chrF++.py's separate_punctuation makes them.
+
+    Split on whitespace; a one-code-point word stays whole; otherwise one trailing, else one leading,
+    ASCII punctuation mark is split off.
+    """
+    tokens: list[str] = []
+    for word in text.split():
+        if len(word) > 1 and word[-1] in ASCII_PUNCTUATION:
+            tokens += (word[:-1], word[-1])
+        elif len(word) > 1 and word[0] in ASCII_PUNCTUATION:
+            tokens += (word[0], word[1:])
+        else:
+            tokens.append(word)
+    return tokens
+
+
+def add_orders(units_h: Sequence[str], units_r: Sequence[str], joiner: str, out: list[int], offset: int,
+               orders: int) -> None:
+    """Add one segment's counts of orders 1..orders to ``out[offset + 3 * (n - 1) + {0, 1, 2}]``.
+
+    Units are characters (a str, ``joiner`` "") or word tokens (a list, ``joiner`` " ", which no token contains,
+    so an n-gram is its tokens joined by spaces). Each order's n-grams are the kept (n-1)-grams extended by one
+    unit, built by concatenation in C rather than sliced one by one.
+    """
+    length_h, length_r = len(units_h), len(units_r)
+    for n in range(1, orders + 1):
+        base = offset + 3 * (n - 1)
+        out[base] += max(0, length_h - n + 1)
+        out[base + 1] += max(0, length_r - n + 1)
+    if not length_h or not length_r:
+        return
+    if units_h == units_r:
+        for n in range(1, min(orders, length_h) + 1):
+            out[offset + 3 * (n - 1) + 2] += length_h - n + 1
+        return
+    if joiner:
+        grams_h, grams_r = list(units_h), list(units_r)
+        units_h, units_r = [joiner + unit for unit in units_h], [joiner + unit for unit in units_r]
+    else:
+        grams_h, grams_r = list(units_h), list(units_r)
+    positions_h: list[int] | range = range(length_h)
+    positions_r: list[int] | range = range(length_r)
+    may_repeat = True
+    for n in range(1, orders + 1):
+        if n > 1:
+            grams_h = _extend(grams_h, positions_h, units_h, n, length_h)
+            grams_r = _extend(grams_r, positions_r, units_r, n, length_r)
+            positions_h, positions_r = positions_h[: len(grams_h)], positions_r[: len(grams_r)]
+            if not grams_h or not grams_r:
+                return
+        if may_repeat:
+            counts_h, counts_r = Counter(grams_h), Counter(grams_r)
+            common = counts_h.keys() & counts_r.keys()
+            if not common:
+                return
+            distinct_h, distinct_r = len(counts_h) == len(grams_h), len(counts_r) == len(grams_r)
+            if distinct_h or distinct_r:
+                matches = len(common)
+            else:  # sum of min(a, b) as (a + b - |a - b|) / 2, all in C
+                in_h, in_r = list(map(counts_h.__getitem__, common)), list(map(counts_r.__getitem__, common))
+                matches = (sum(in_h) + sum(in_r) - sum(map(abs, map(sub, in_h, in_r)))) // 2
+            may_repeat = not (distinct_h and distinct_r)  # no repeated n-gram: none of any higher order either
+            shared_h, shared_r = counts_r.__contains__, counts_h.__contains__
+        else:
+            set_h, set_r = set(grams_h), set(grams_r)
+            matches = len(set_h & set_r)
+            if not matches:
+                return
+            shared_h, shared_r = set_r.__contains__, set_h.__contains__
+        out[offset + 3 * (n - 1) + 2] += matches
+        if n == orders:
+            return
+        keep_h, keep_r = list(map(shared_h, grams_h)), list(map(shared_r, grams_r))
+        if not all(keep_h):
+            positions_h, grams_h = list(compress(positions_h, keep_h)), list(compress(grams_h, keep_h))
+        if not all(keep_r):
+            positions_r, grams_r = list(compress(positions_r, keep_r)), list(compress(grams_r, keep_r))
+
+
+def add_character_orders_short_reference(hypothesis: str, reference: str, out: list[int], orders: int) -> None:
+    """:func:`add_orders` for characters when the reference is short (at most SHORT_REFERENCE code points).
+
+    Only hypothesis n-grams are built: each is looked up by searching the reference string, which for a short
+    reference is cheaper than hashing the reference's n-grams. A search costs at most the reference's length
+    times n, so the bound on the reference keeps this linear in the text.
+    """
+    length_h, length_r = len(hypothesis), len(reference)
+    for n in range(1, orders + 1):
+        out[3 * (n - 1)] += max(0, length_h - n + 1)
+        out[3 * (n - 1) + 1] += max(0, length_r - n + 1)
+    if not length_h or not length_r:
+        return
+    if hypothesis == reference:
+        for n in range(1, min(orders, length_h) + 1):
+            out[3 * (n - 1) + 2] += length_h - n + 1
+        return
+    counts_h, counts_r = Counter(hypothesis), Counter(reference)
+    common = counts_h.keys() & counts_r.keys()
+    if not common:
+        return
+    if len(counts_h) == length_h:
+        out[2] += len(common)
+    else:
+        out[2] += sum(map(min, map(counts_h.__getitem__, common), map(counts_r.__getitem__, common)))
+    positions = list(compress(range(length_h), map(common.__contains__, hypothesis)))
+    may_repeat = True
+    for n in range(2, orders + 1):
+        while positions and positions[-1] + n > length_h:
+            positions.pop()
+        if not positions:
+            return
+        grams = [hypothesis[i : i + n] for i in positions]
+        found = list(map(reference.__contains__, grams))
+        matches = found.count(True)
+        if not matches:
+            return
+        if may_repeat:
+            # A repeated hypothesis n-gram matches only as often as the reference has it. Once no matched n-gram
+            # repeats, no longer one can (it would repeat its prefix).
+            repeated = [(gram, times) for gram, times in Counter(compress(grams, found)).items() if times > 1]
+            for gram, times in repeated:
+                matches -= times - min(times, _occurrences(reference, gram))
+            may_repeat = bool(repeated)
+        out[3 * (n - 1) + 2] += matches
+        positions = list(compress(positions, found))
+
+
+def _occurrences(text: str, part: str) -> int:
+    """Occurrences of ``part`` in ``text``, overlapping ones included (str.count skips overlaps)."""
+    count, start = 0, text.find(part)
+    while start >= 0:
+        count += 1
+        start = text.find(part, start + 1)
+    return count
+
+
+def _extend(grams: list[str], positions: list[int] | range, units: Sequence[str], n: int, length: int) -> list[str]:
+    """The n-grams at ``positions`` from their (n-1)-grams: the last positions that have no room are dropped."""
+    kept = len(positions)
+    while kept and positions[kept - 1] + n > length:
+        kept -= 1
+    if kept < len(grams):
+        grams = grams[:kept]
+    if isinstance(positions, range) or (kept and positions[kept - 1] - positions[0] == kept - 1):
+        start = positions[0] if kept else 0  # consecutive positions: their next units are one slice
+        return list(map(add, grams, units[start + n - 1 : start + n - 1 + kept]))
+    return list(map(add, grams, map(units.__getitem__, map((n - 1).__add__, positions[:kept]))))
+
+
+def count(
+    hypotheses: Sequence[str],
+    references: Sequence[str],
+    char_order: int,
+    word_order: int,
+    include_whitespace: bool,
+    per_segment: bool,
+) -> tuple[tuple[int, int, int], ...] | bytes:
+    """Same interface and results as the native kernel's ``count`` (texts already lowercased if asked)."""
+    row = 3 * (char_order + word_order)
+    totals = [0] * row
+    rows = array("q")
+    for hypothesis, reference in zip(hypotheses, references, strict=True):
+        out = [0] * row if per_segment else totals
+        if char_order:
+            if not include_whitespace:
+                hypothesis_chars, reference_chars = "".join(hypothesis.split()), "".join(reference.split())
+            else:
+                hypothesis_chars, reference_chars = hypothesis, reference
+            if len(reference_chars) <= SHORT_REFERENCE:
+                add_character_orders_short_reference(hypothesis_chars, reference_chars, out, char_order)
+            else:
+                add_orders(hypothesis_chars, reference_chars, "", out, 0, char_order)
+        if word_order:
+            add_orders(words(hypothesis), words(reference), " ", out, 3 * char_order, word_order)
+        if per_segment:
+            rows.extend(out)
+    if per_segment:
+        return rows.tobytes()
+    return tuple((totals[k], totals[k + 1], totals[k + 2]) for k in range(0, row, 3))

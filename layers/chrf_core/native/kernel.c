@@ -1,0 +1,441 @@
+/*
+ * chrf_core._kernel: the per-order n-gram counts of chrF / chrF++ in C.
+ *
+ * C99 and the CPython Limited API (3.11), so one _kernel.abi3.so serves every Python from 3.11 on; nothing
+ * beyond libc. It counts exactly what chrf_core's pure-Python kernel counts: code points, the contract's
+ * whitespace removal, chrF++.py word tokens, clipped matches, sums over segments.
+ *
+ * Time is linear in the text: for each segment and order, every n-gram position gets a dense class id by
+ * interning the pair (class of its (n-1)-gram, its last unit) in an open-addressing table. Keys are integer
+ * pairs compared exactly, so equal ids mean equal n-grams and no string is ever compared twice. Matches are
+ * sum over classes of min(hypothesis count, reference count). A position whose class occurs on one side only
+ * cannot match at any higher order, so it is dropped before the next order. Word tokens are interned by
+ * content (a 64-bit hash, then an exact comparison). Hashes are seeded per process (set_seed), so an attacker
+ * cannot build inputs that collide in the tables.
+ */
+#ifndef Py_LIMITED_API
+#define Py_LIMITED_API 0x030B0000
+#endif
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+#define MAX_ORDERS 14
+#define NO_CLASS 0xFFFFFFFFu
+#define MAX_LENGTH 0x0FFFFFFFu /* code points per side of one segment: keeps every index and table size in 32 bits */
+
+typedef struct {
+    uint64_t key;
+    uint32_t value;
+    uint32_t stamp;
+} Slot;
+
+typedef struct {
+    uint64_t hash;
+    const uint32_t *text;
+    uint32_t length;
+    uint32_t value;
+    uint32_t stamp;
+} TokenSlot;
+
+/* Buffers reused across the segments of one call, grown to the largest segment. */
+typedef struct {
+    uint32_t *raw[2];   /* code points of the hypothesis [0] and reference [1] */
+    uint32_t *units[2]; /* characters after whitespace removal, or token ids */
+    uint32_t *cls[2];   /* class id of the n-gram starting at each position */
+    uint32_t *alive[2]; /* positions that can still match */
+    uint32_t *count[2]; /* occurrences of each class on each side */
+    size_t side_capacity;
+    Slot *table;
+    TokenSlot *tokens;
+    size_t table_capacity;
+    uint32_t mask;
+    uint32_t stamp;
+    uint32_t token_stamp;
+} Work;
+
+static uint64_t hash_seed = 0x243F6A8885A308D3ull;
+
+static inline uint64_t mix64(uint64_t x) {
+    x ^= hash_seed;
+    x ^= x >> 33;
+    x *= 0xFF51AFD7ED558CCDull;
+    x ^= x >> 33;
+    x *= 0xC4CEB9FE1A85EC53ull;
+    x ^= x >> 33;
+    return x;
+}
+
+static inline int is_space(uint32_t c) {
+    /* The contract's whitespace: U+0009-U+000D, U+001C-U+001F, U+0020, U+0085, U+00A0, U+1680,
+       U+2000-U+200A, U+2028, U+2029, U+202F, U+205F, U+3000 (exactly what Python's str.split() splits on). */
+    if (c <= 0x20) return c == 0x20 || (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x1F);
+    if (c < 0x85) return 0;
+    return c == 0x85 || c == 0xA0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200A) || c == 0x2028 ||
+           c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
+}
+
+static inline int is_ascii_punctuation(uint32_t c) {
+    /* string.punctuation: !"#$%&'()*+,-./:;<=>?@[\]^_`{|}~ */
+    return (c >= 0x21 && c <= 0x2F) || (c >= 0x3A && c <= 0x40) || (c >= 0x5B && c <= 0x60) ||
+           (c >= 0x7B && c <= 0x7E);
+}
+
+static int grow(void **buffer, size_t count, size_t size) {
+    void *bigger = PyMem_Realloc(*buffer, count * size);
+    if (bigger == NULL) return -1;
+    *buffer = bigger;
+    return 0;
+}
+
+/* Room for two sides of up to `longer` units each, and tables for the `keys` units of both sides. */
+static int reserve(Work *work, size_t longer, size_t keys) {
+    if (longer > work->side_capacity) {
+        size_t capacity = longer < 64 ? 64 : longer;
+        for (int side = 0; side < 2; side++) {
+            if (grow((void **)&work->raw[side], capacity, sizeof(uint32_t)) ||
+                grow((void **)&work->units[side], capacity, sizeof(uint32_t)) ||
+                grow((void **)&work->cls[side], capacity, sizeof(uint32_t)) ||
+                grow((void **)&work->alive[side], capacity, sizeof(uint32_t)) ||
+                grow((void **)&work->count[side], 2 * capacity, sizeof(uint32_t)))
+                return -1;
+        }
+        work->side_capacity = capacity;
+    }
+    size_t slots = 16;
+    while (slots < 2 * keys) slots <<= 1;
+    if (slots > work->table_capacity) {
+        if (grow((void **)&work->table, slots, sizeof(Slot)) || grow((void **)&work->tokens, slots, sizeof(TokenSlot)))
+            return -1;
+        memset(work->table + work->table_capacity, 0, (slots - work->table_capacity) * sizeof(Slot));
+        memset(work->tokens + work->table_capacity, 0, (slots - work->table_capacity) * sizeof(TokenSlot));
+        work->table_capacity = slots;
+    }
+    return 0;
+}
+
+static void release(Work *work) {
+    for (int side = 0; side < 2; side++) {
+        PyMem_Free(work->raw[side]);
+        PyMem_Free(work->units[side]);
+        PyMem_Free(work->cls[side]);
+        PyMem_Free(work->alive[side]);
+        PyMem_Free(work->count[side]);
+    }
+    PyMem_Free(work->table);
+    PyMem_Free(work->tokens);
+}
+
+/* A fresh, empty table for keys of a segment whose sides hold `keys` units together. */
+static void new_generation(Work *work, size_t keys) {
+    uint32_t slots = 16;
+    while (slots < 2 * keys) slots <<= 1;
+    work->mask = slots - 1;
+    if (++work->stamp == 0) { /* wrapped after 2^32 generations: clear every stamp once */
+        for (size_t i = 0; i < work->table_capacity; i++) work->table[i].stamp = 0;
+        work->stamp = 1;
+    }
+}
+
+static inline uint32_t intern_pair(Work *work, uint32_t first, uint32_t second, uint32_t *classes) {
+    uint64_t key = ((uint64_t)first << 32) | second;
+    uint32_t index = (uint32_t)mix64(key) & work->mask;
+    for (;;) {
+        Slot *slot = &work->table[index];
+        if (slot->stamp != work->stamp) {
+            slot->stamp = work->stamp;
+            slot->key = key;
+            slot->value = (*classes)++;
+            return slot->value;
+        }
+        if (slot->key == key) return slot->value;
+        index = (index + 1) & work->mask;
+    }
+}
+
+static inline uint32_t intern_token(Work *work, const uint32_t *text, uint32_t length, uint32_t *tokens) {
+    uint64_t hash = (uint64_t)length * 0x9E3779B97F4A7C15ull;
+    for (uint32_t i = 0; i < length; i++) hash = (hash ^ text[i]) * 0x100000001B3ull + (hash >> 29);
+    hash = mix64(hash);
+    uint32_t index = (uint32_t)hash & work->mask;
+    for (;;) {
+        TokenSlot *slot = &work->tokens[index];
+        if (slot->stamp != work->token_stamp) {
+            slot->stamp = work->token_stamp;
+            slot->hash = hash;
+            slot->text = text;
+            slot->length = length;
+            slot->value = (*tokens)++;
+            return slot->value;
+        }
+        if (slot->hash == hash && slot->length == length && memcmp(slot->text, text, length * sizeof(uint32_t)) == 0)
+            return slot->value;
+        index = (index + 1) & work->mask;
+    }
+}
+
+/* chrF++.py's separate_punctuation over one side's code points: token ids into units, their number returned. */
+static size_t tokenize(Work *work, int side, size_t length, uint32_t *tokens) {
+    const uint32_t *text = work->raw[side];
+    uint32_t *ids = work->units[side];
+    size_t count = 0, i = 0;
+    while (i < length) {
+        while (i < length && is_space(text[i])) i++;
+        if (i == length) break;
+        size_t start = i;
+        while (i < length && !is_space(text[i])) i++;
+        uint32_t size = (uint32_t)(i - start);
+        const uint32_t *word = text + start;
+        if (size > 1 && is_ascii_punctuation(word[size - 1])) {
+            ids[count++] = intern_token(work, word, size - 1, tokens);
+            ids[count++] = intern_token(work, word + size - 1, 1, tokens);
+        } else if (size > 1 && is_ascii_punctuation(word[0])) {
+            ids[count++] = intern_token(work, word, 1, tokens);
+            ids[count++] = intern_token(work, word + 1, size - 1, tokens);
+        } else {
+            ids[count++] = intern_token(work, word, size, tokens);
+        }
+    }
+    return count;
+}
+
+/*
+ * Add the counts of orders 1..orders for one segment to out[3 * (n - 1) + {0, 1, 2}] (hypothesis n-grams,
+ * reference n-grams, clipped matches). units[side] hold the sequences, cls[side] their order-1 classes, which
+ * are dense ids below `classes`.
+ */
+static void count_orders(Work *work, size_t length_h, size_t length_r, uint32_t classes, int orders, int64_t *out) {
+    const uint32_t *units_h = work->units[0], *units_r = work->units[1];
+    uint32_t *cls_h = work->cls[0], *cls_r = work->cls[1];
+    uint32_t *alive_h = work->alive[0], *alive_r = work->alive[1];
+    uint32_t *count_h = work->count[0], *count_r = work->count[1];
+    for (int n = 1; n <= orders; n++) {
+        out[3 * (n - 1)] += length_h >= (size_t)n ? (int64_t)(length_h - n + 1) : 0;
+        out[3 * (n - 1) + 1] += length_r >= (size_t)n ? (int64_t)(length_r - n + 1) : 0;
+    }
+    if (length_h == 0 || length_r == 0) return;
+    if (length_h == length_r && memcmp(units_h, units_r, length_h * sizeof(uint32_t)) == 0) {
+        for (int n = 1; n <= orders && (size_t)n <= length_h; n++) out[3 * (n - 1) + 2] += (int64_t)(length_h - n + 1);
+        return;
+    }
+    size_t alive_count_h = length_h, alive_count_r = length_r;
+    for (int n = 1;; n++) {
+        memset(count_h, 0, classes * sizeof(uint32_t));
+        memset(count_r, 0, classes * sizeof(uint32_t));
+        if (n == 1) {
+            for (size_t i = 0; i < length_h; i++) count_h[cls_h[i]]++;
+            for (size_t j = 0; j < length_r; j++) count_r[cls_r[j]]++;
+        } else {
+            for (size_t k = 0; k < alive_count_h; k++) count_h[cls_h[alive_h[k]]]++;
+            for (size_t k = 0; k < alive_count_r; k++) count_r[cls_r[alive_r[k]]]++;
+        }
+        int64_t matches = 0;
+        for (uint32_t c = 0; c < classes; c++) matches += count_h[c] < count_r[c] ? count_h[c] : count_r[c];
+        out[3 * (n - 1) + 2] += matches;
+        if (matches == 0 || n == orders) return;
+        /* Keep the positions whose n-gram occurs on both sides and that have room for one more unit. */
+        size_t kept_h = 0, kept_r = 0;
+        if (n == 1) {
+            for (size_t i = 0; i + 1 < length_h; i++)
+                if (count_r[cls_h[i]]) alive_h[kept_h++] = (uint32_t)i;
+            for (size_t j = 0; j + 1 < length_r; j++)
+                if (count_h[cls_r[j]]) alive_r[kept_r++] = (uint32_t)j;
+        } else {
+            for (size_t k = 0; k < alive_count_h; k++) {
+                uint32_t i = alive_h[k];
+                if (i + (size_t)n < length_h && count_r[cls_h[i]]) alive_h[kept_h++] = i;
+            }
+            for (size_t k = 0; k < alive_count_r; k++) {
+                uint32_t j = alive_r[k];
+                if (j + (size_t)n < length_r && count_h[cls_r[j]]) alive_r[kept_r++] = j;
+            }
+        }
+        alive_count_h = kept_h;
+        alive_count_r = kept_r;
+        if (kept_h == 0 || kept_r == 0) return;
+        new_generation(work, kept_h + kept_r);
+        classes = 0;
+        for (size_t k = 0; k < kept_h; k++) {
+            uint32_t i = alive_h[k];
+            cls_h[i] = intern_pair(work, cls_h[i], units_h[i + n], &classes);
+        }
+        for (size_t k = 0; k < kept_r; k++) {
+            uint32_t j = alive_r[k];
+            cls_r[j] = intern_pair(work, cls_r[j], units_r[j + n], &classes);
+        }
+    }
+}
+
+/* Character orders of one segment: whitespace removed unless kept, code points interned into classes. */
+static void count_characters(Work *work, size_t raw_h, size_t raw_r, int keep_whitespace, int orders, int64_t *out) {
+    size_t lengths[2] = {raw_h, raw_r};
+    for (int side = 0; side < 2; side++) {
+        const uint32_t *raw = work->raw[side];
+        uint32_t *units = work->units[side];
+        size_t kept = 0;
+        if (keep_whitespace) {
+            memcpy(units, raw, lengths[side] * sizeof(uint32_t));
+            kept = lengths[side];
+        } else {
+            for (size_t i = 0; i < lengths[side]; i++)
+                if (!is_space(raw[i])) units[kept++] = raw[i];
+        }
+        lengths[side] = kept;
+    }
+    new_generation(work, lengths[0] + lengths[1]);
+    uint32_t classes = 0;
+    for (int side = 0; side < 2; side++)
+        for (size_t i = 0; i < lengths[side]; i++)
+            work->cls[side][i] = intern_pair(work, NO_CLASS, work->units[side][i], &classes);
+    count_orders(work, lengths[0], lengths[1], classes, orders, out);
+}
+
+/* Word orders of one segment: tokens of both sides interned into shared ids, which are the order-1 classes. */
+static void count_words(Work *work, size_t raw_h, size_t raw_r, int orders, int64_t *out) {
+    new_generation(work, raw_h + raw_r);
+    if (++work->token_stamp == 0) {
+        for (size_t i = 0; i < work->table_capacity; i++) work->tokens[i].stamp = 0;
+        work->token_stamp = 1;
+    }
+    uint32_t tokens = 0;
+    size_t length_h = tokenize(work, 0, raw_h, &tokens);
+    size_t length_r = tokenize(work, 1, raw_r, &tokens);
+    memcpy(work->cls[0], work->units[0], length_h * sizeof(uint32_t));
+    memcpy(work->cls[1], work->units[1], length_r * sizeof(uint32_t));
+    count_orders(work, length_h, length_r, tokens, orders, out);
+}
+
+/* The code points of segment `index` of both sides into work->raw; their lengths. -1 with an exception set. */
+static int load_pair(Work *work, PyObject *hypotheses, PyObject *references, Py_ssize_t index, size_t lengths[2]) {
+    PyObject *sides[2] = {hypotheses, references};
+    const char *names[2] = {"hypotheses", "references"};
+    PyObject *texts[2] = {NULL, NULL};
+    Py_ssize_t sizes[2] = {0, 0};
+    int status = -1;
+    for (int side = 0; side < 2; side++) {
+        texts[side] = PySequence_GetItem(sides[side], index);
+        if (texts[side] == NULL) goto done;
+        if (!PyUnicode_Check(texts[side])) {
+            PyErr_Format(PyExc_TypeError, "%s[%zd] must be a str", names[side], index);
+            goto done;
+        }
+        sizes[side] = PyUnicode_GetLength(texts[side]);
+        if (sizes[side] < 0) goto done;
+        if ((size_t)sizes[side] > MAX_LENGTH) {
+            PyErr_Format(PyExc_ValueError, "%s[%zd] is too long for the native kernel", names[side], index);
+            goto done;
+        }
+    }
+    if (reserve(work, (size_t)(sizes[0] > sizes[1] ? sizes[0] : sizes[1]), (size_t)(sizes[0] + sizes[1])) < 0) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (int side = 0; side < 2; side++) {
+        if (sizes[side] > 0 && PyUnicode_AsUCS4(texts[side], (Py_UCS4 *)work->raw[side], sizes[side], 0) == NULL)
+            goto done;
+        lengths[side] = (size_t)sizes[side];
+    }
+    status = 0;
+done:
+    Py_XDECREF(texts[0]);
+    Py_XDECREF(texts[1]);
+    return status;
+}
+
+PyDoc_STRVAR(count_doc,
+             "count(hypotheses, references, char_order, word_order, include_whitespace, per_segment)\n--\n\n"
+             "Per-order (hypothesis n-grams, reference n-grams, clipped matches), character orders first.\n"
+             "Texts must already be lowercased if the settings ask for it. Returns a tuple of (h, r, m) tuples\n"
+             "summed over segments, or with per_segment true, bytes of native int64 values: one row of\n"
+             "3 * (char_order + word_order) values per segment.");
+
+static PyObject *count(PyObject *module, PyObject *args) {
+    (void)module;
+    PyObject *hypotheses, *references;
+    int char_order, word_order, keep_whitespace, per_segment;
+    if (!PyArg_ParseTuple(args, "OOiipp:count", &hypotheses, &references, &char_order, &word_order, &keep_whitespace,
+                          &per_segment))
+        return NULL;
+    if (char_order < 0 || word_order < 0 || char_order + word_order > MAX_ORDERS) {
+        PyErr_SetString(PyExc_ValueError, "orders out of range");
+        return NULL;
+    }
+    Py_ssize_t segments = PySequence_Size(hypotheses);
+    if (segments < 0) return NULL;
+    Py_ssize_t reference_count = PySequence_Size(references);
+    if (reference_count < 0) return NULL;
+    if (reference_count != segments) {
+        PyErr_SetString(PyExc_ValueError, "hypotheses and references differ in length");
+        return NULL;
+    }
+    const int orders = char_order + word_order;
+    const size_t row = 3 * (size_t)orders;
+    PyObject *rows = NULL;
+    int64_t *rows_data = NULL;
+    if (per_segment) {
+        rows = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(row * (size_t)segments * sizeof(int64_t)));
+        if (rows == NULL) return NULL;
+        rows_data = (int64_t *)PyBytes_AsString(rows);
+        if (rows_data == NULL) {
+            Py_DECREF(rows);
+            return NULL;
+        }
+    }
+    int64_t totals[3 * MAX_ORDERS] = {0};
+    int64_t segment[3 * MAX_ORDERS];
+    Work work;
+    memset(&work, 0, sizeof work);
+    for (Py_ssize_t index = 0; index < segments; index++) {
+        size_t lengths[2];
+        if (load_pair(&work, hypotheses, references, index, lengths) < 0) {
+            release(&work);
+            Py_XDECREF(rows);
+            return NULL;
+        }
+        memset(segment, 0, row * sizeof(int64_t));
+        if (char_order) count_characters(&work, lengths[0], lengths[1], keep_whitespace, char_order, segment);
+        if (word_order) count_words(&work, lengths[0], lengths[1], word_order, segment + 3 * char_order);
+        if (per_segment) {
+            memcpy(rows_data + row * (size_t)index, segment, row * sizeof(int64_t));
+        } else {
+            for (size_t k = 0; k < row; k++) totals[k] += segment[k];
+        }
+    }
+    release(&work);
+    if (per_segment) return rows;
+    PyObject *result = PyTuple_New(orders);
+    if (result == NULL) return NULL;
+    for (int n = 0; n < orders; n++) {
+        PyObject *triple = Py_BuildValue("(LLL)", (long long)totals[3 * n], (long long)totals[3 * n + 1],
+                                         (long long)totals[3 * n + 2]);
+        if (triple == NULL) {
+            Py_DECREF(result);
+            return NULL;
+        }
+        PyTuple_SetItem(result, n, triple);
+    }
+    return result;
+}
+
+PyDoc_STRVAR(set_seed_doc, "set_seed(seed)\n--\n\nSeed the hash tables (once per process, from os.urandom).");
+
+static PyObject *set_seed(PyObject *module, PyObject *seed) {
+    (void)module;
+    unsigned long long value = PyLong_AsUnsignedLongLongMask(seed);
+    if (value == (unsigned long long)-1 && PyErr_Occurred()) return NULL;
+    hash_seed = (uint64_t)value;
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"count", count, METH_VARARGS, count_doc},
+    {"set_seed", set_seed, METH_O, set_seed_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module_definition = {
+    PyModuleDef_HEAD_INIT, "_kernel", "Native n-gram counting for chrf_core.", -1, methods, NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__kernel(void) { return PyModule_Create(&module_definition); }

@@ -1,0 +1,104 @@
+"""Near-limit request payloads of three kinds of data, and the most expensive valid requests we can build.
+
+Shared by the benchmark (make bench) and the tests that pin the worst case. Everything is deterministic.
+
+* real: machine translation output against its reference (the chrF++ tool's examples: en, cs, ru, zh);
+* high overlap: each reference with a quarter of its words replaced and some dropped (MBR decoding, close
+  systems);
+* low overlap: each hypothesis against another segment's reference.
+"""
+
+from __future__ import annotations
+
+import pathlib
+import random
+
+DATA = pathlib.Path(__file__).resolve().parent / "data" / "popovic"
+LANGUAGES = ("en", "cs", "ru", "zh")
+LIMIT = 65536
+SEGMENTS = 256
+KINDS = ("real", "high overlap", "low overlap")
+
+
+def real_pairs() -> list[tuple[str, str]]:
+    pairs: list[tuple[str, str]] = []
+    for language in LANGUAGES:
+        hypotheses = (DATA / f"example.hyp.{language}").read_text(encoding="utf-8").splitlines()
+        references = (DATA / f"example.ref.{language}").read_text(encoding="utf-8").splitlines()
+        pairs += zip(hypotheses, references)
+    return pairs
+
+
+def trim(text: str, limit: int) -> str:
+    """The longest prefix of ``text`` within ``limit`` UTF-8 bytes."""
+    return text.encode("utf-8")[:limit].decode("utf-8", "ignore")
+
+
+def edited(reference: str, rng: random.Random, vocabulary: list[str]) -> str:
+    """The reference with about a quarter of its words replaced and one in ten dropped."""
+    out = []
+    for word in reference.split():
+        roll = rng.random()
+        if roll < 0.1:
+            continue
+        out.append(rng.choice(vocabulary) if roll < 0.35 else word)
+    return " ".join(out)
+
+
+def near_limit(kind: str, segments: int = SEGMENTS, limit: int = LIMIT) -> tuple[list[str], list[str]]:
+    """``segments`` pairs of the given kind whose texts together take just under ``limit`` UTF-8 bytes."""
+    pairs = real_pairs()
+    chosen = [pairs[(i * 7) % len(pairs)] for i in range(segments)]
+    side = limit // (2 * segments)
+    references = [trim(reference, side) for _, reference in chosen]
+    if kind == "real":
+        hypotheses = [trim(hypothesis, side) for hypothesis, _ in chosen]
+    elif kind == "high overlap":
+        rng = random.Random(2026)
+        vocabulary = sorted({word for pair in pairs for text in pair for word in text.split()})
+        hypotheses = [trim(edited(reference, rng, vocabulary), side) for reference in references]
+    elif kind == "low overlap":
+        hypotheses = [trim(chosen[(i + 1) % segments][0], side) for i in range(segments)]
+    else:
+        raise ValueError(kind)
+    return hypotheses, references
+
+
+def adversarial() -> dict[str, dict]:
+    """Valid requests built to be as slow as possible for a counting kernel (each at most 65536 bytes).
+
+    Long runs of one character (every n-gram repeats, clipping everywhere), near-identical long texts (every
+    position survives every order), one-character words repeated (word n-grams that all repeat), and many
+    distinct astral code points (large tables).
+    """
+    half = LIMIT // 2
+    words = " ".join("abcdefghijklmnopqrstuvwxyz"[i % 26] for i in range(half // 4))
+    run = "a b " * (half // 4)
+    astral = "".join(chr(0x10000 + (i * 7919) % 0xF0000) for i in range(half // 4))
+    shuffled = list(astral)
+    random.Random(5).shuffle(shuffled)
+    letters = random.Random(11)
+    near = "".join(letters.choice("abcdefghij") for _ in range(half))
+    return {
+        "one character against filler + run (c10)": {
+            "hypotheses": ["a" * half], "references": ["!" * (half - 10) + "a" * 10], "char_order": 10,
+        },
+        "one-character words repeated twice against filler + them (c6 w4)": {
+            "hypotheses": [words + " " + words], "references": ["!" * (half // 2) + " " + words],
+            "char_order": 6, "word_order": 4,
+        },
+        "near-identical long texts (c10 w4)": {
+            "hypotheses": [near], "references": [near[: half - 1] + "!"], "char_order": 10, "word_order": 4,
+        },
+        "a b a b ... both sides (c10 w4)": {
+            "hypotheses": [run], "references": [run[:-2] + "c "], "char_order": 10, "word_order": 4,
+        },
+        "distinct astral code points, shuffled (c10)": {
+            "hypotheses": [astral], "references": ["".join(shuffled)], "char_order": 10,
+        },
+        "256 near-identical segments (c10 w4)": {
+            "hypotheses": [near[i * 127 : i * 127 + 127] for i in range(SEGMENTS)],
+            "references": [near[i * 127 : i * 127 + 126] + "!" for i in range(SEGMENTS)],
+            "char_order": 10, "word_order": 4,
+        },
+    }

@@ -1,0 +1,130 @@
+"""The counting kernels: the native one (C) and the pure-Python one count exactly what the naive implementation
+counts, on generated Unicode, on real data and on the most expensive shapes we can build; and the layer reports
+which kernel is active and why."""
+
+import os
+import subprocess
+import sys
+
+import chrf_core
+import pytest
+from chrf_core import python_kernel
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from naive_chrf import naive_counts
+from payloads import KINDS, adversarial, near_limit
+from support import ROOT, SEGMENT_TEXT, settings_strategy
+
+NATIVE_REQUIRED = os.environ.get("CHRF_REQUIRE_BUILD") == "1" and os.environ.get("CHRF_CORE_NATIVE") != "0"
+
+
+def kernels():
+    """Every kernel this process can run: both, once the native one is built (make setup)."""
+    if "native" not in chrf_core.KERNELS and NATIVE_REQUIRED:
+        pytest.fail(f"the native kernel must load under make test: {chrf_core.KERNEL_ERROR}")
+    return sorted(chrf_core.KERNELS)
+
+
+def run(kernel, hypotheses, references, char_order, word_order, include_whitespace=False, lowercase=False):
+    if lowercase:
+        hypotheses, references = [t.lower() for t in hypotheses], [t.lower() for t in references]
+    result = chrf_core.KERNELS[kernel](hypotheses, references, char_order, word_order, include_whitespace, False)
+    return [list(triple) for triple in result]
+
+
+def test_both_kernels_are_available_to_the_suite():
+    assert "python" in chrf_core.KERNELS
+    if NATIVE_REQUIRED:
+        assert chrf_core.KERNEL == "native" and "native" in chrf_core.KERNELS, chrf_core.KERNEL_ERROR
+
+
+@st.composite
+def segment_sets(draw):
+    pairs = draw(st.lists(st.tuples(SEGMENT_TEXT, SEGMENT_TEXT), min_size=1, max_size=6))
+    return [h for h, _ in pairs], [r for _, r in pairs], draw(settings_strategy())
+
+
+@settings(max_examples=3000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(segment_sets())
+def test_every_kernel_counts_what_the_naive_implementation_counts(case):
+    hypotheses, references, request = case
+    expected = naive_counts(hypotheses, references, request["char_order"], request["word_order"],
+                            request["lowercase"], request["include_whitespace"])
+    for kernel in kernels():
+        got = run(kernel, hypotheses, references, request["char_order"], request["word_order"],
+                  request["include_whitespace"], request["lowercase"])
+        assert got == expected, kernel
+
+
+LONG_TEXT = st.text(st.sampled_from("ab c.,(d\u3000😀中é"), min_size=200, max_size=1200)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(LONG_TEXT, LONG_TEXT, st.integers(1, 10), st.integers(0, 4), st.booleans())
+def test_kernels_agree_on_long_repetitive_texts_past_the_short_reference_path(hyp, ref, char_order, word_order, ws):
+    # Long references take the Python kernel's hashing path, short ones its string-search path.
+    expected = naive_counts([hyp, hyp[:50]], [ref, ref[:60]], char_order, word_order, False, ws)
+    for kernel in kernels():
+        assert run(kernel, [hyp, hyp[:50]], [ref, ref[:60]], char_order, word_order, ws) == expected
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_kernels_agree_on_near_limit_payloads_of_every_kind(kind):
+    hypotheses, references = near_limit(kind)
+    for char_order, word_order in ((6, 0), (6, 2), (10, 4)):
+        results = {kernel: run(kernel, hypotheses, references, char_order, word_order) for kernel in kernels()}
+        assert len({str(result) for result in results.values()}) == 1, results
+        assert results["python"] == naive_counts(hypotheses, references, char_order, word_order)
+
+
+@pytest.mark.parametrize("name", sorted(adversarial()))
+def test_kernels_agree_on_the_adversarial_requests(name):
+    request = adversarial()[name]
+    args = (request["hypotheses"], request["references"], request.get("char_order", 6), request.get("word_order", 0))
+    results = {kernel: run(kernel, *args) for kernel in kernels()}
+    assert len({str(result) for result in results.values()}) == 1, results
+    chrf_core.score(request)  # a valid request: within every contract limit
+
+
+def test_per_segment_rows_sum_to_the_corpus_counts_in_every_kernel():
+    hypotheses, references = near_limit("real", segments=40)
+    for kernel in kernels():
+        rows = memoryview(chrf_core.KERNELS[kernel](hypotheses, references, 6, 2, False, True)).cast("q")
+        assert len(rows) == 40 * 8 * 3
+        totals = [sum(rows[k::24]) for k in range(24)]
+        assert [totals[k : k + 3] for k in range(0, 24, 3)] == run(kernel, hypotheses, references, 6, 2)
+
+
+def test_python_kernel_short_reference_bound_is_what_the_docstring_promises():
+    assert python_kernel.SHORT_REFERENCE <= 256
+
+
+def test_native_kernel_rejects_non_text_segments_with_a_type_error():
+    if "native" not in chrf_core.KERNELS:
+        pytest.skip("the native kernel is not built")
+    with pytest.raises(TypeError, match=r"hypotheses\[1\] must be a str"):
+        chrf_core.KERNELS["native"](["a", 3], ["a", "b"], 2, 0, False, False)
+
+
+def _layer_subprocess(env_extra, layer=None):
+    code = "import chrf_core, json; print(json.dumps([chrf_core.KERNEL, chrf_core.KERNEL_ERROR]))"
+    env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(layer or ROOT / "layers" / "chrf_core"),
+           **env_extra}
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+
+
+def test_chrf_core_native_0_selects_the_python_kernel_without_a_warning():
+    completed = _layer_subprocess({"CHRF_CORE_NATIVE": "0"})
+    assert completed.stdout.strip() == '["python", null]' and completed.stderr == ""
+
+
+def test_a_kernel_that_is_present_but_cannot_load_is_reported_once_not_silently(tmp_path):
+    layer = tmp_path / "layer"
+    (layer / "chrf_core").mkdir(parents=True)
+    for source in (ROOT / "layers" / "chrf_core" / "chrf_core").glob("*.py"):
+        (layer / "chrf_core" / source.name).write_bytes(source.read_bytes())
+    (layer / "chrf_core" / "_kernel.abi3.so").write_bytes(b"\x7fELF not really a shared object")
+    completed = _layer_subprocess({}, layer)
+    kernel, reason = __import__("json").loads(completed.stdout)
+    assert kernel == "python" and reason.startswith("present but failed to load")
+    assert completed.stderr.count("native kernel not used") == 1
