@@ -29,9 +29,17 @@ def rest_v1_event(body, method="POST", path=EXECUTE_PATH):
     return event
 
 
+def headers_of(result):
+    """A response's headers, REST v1's multiValueHeaders folded in."""
+    headers = dict(result.get("headers") or {})
+    for name, values in (result.get("multiValueHeaders") or {}).items():
+        headers[name] = ", ".join(values)
+    return headers
+
+
 def call(handler, event):
     """Invoke like Lambda; HTTP results come back as (status, headers, parsed body)."""
-    result = local_lambda.comparable(local_lambda.invoke(handler, event))
-    if "statusCode" in result:
-        return result["statusCode"], result["headers"], result["body"]
+    result = local_lambda.invoke(handler, event)
+    if isinstance(result, dict) and "statusCode" in result:
+        return result["statusCode"], headers_of(result), json.loads(result["body"])
     return result

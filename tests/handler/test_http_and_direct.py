@@ -8,13 +8,14 @@ import sys
 
 import chrf_core
 import pytest
-from chrf_components_cli import local_lambda
 from http_events import call, http_v2_event, rest_v1_event
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
-from support import CONTRACT, requests_strategy
+from support import CONTRACT, ROOT, requests_strategy
 from validation_cases import RULE_CASES, message_matches
+
+from chrf_components_cli import local_lambda
 
 OUTPUT_VALIDATOR = Draft202012Validator(CONTRACT["output_schema"])
 
@@ -157,6 +158,7 @@ def test_logs_carry_sizes_settings_and_request_ids_but_never_the_texts(handler, 
     logs = [json.loads(line) for line in output.splitlines() if line.startswith('{"level"')]
     scored = [log for log in logs if log["message"] == "scored"]
     assert scored and all(log["segments"] == 1 and log["text_bytes"] > 0 for log in scored)
+    assert all(log["kernel"] == chrf_core.KERNEL for log in scored)
     assert scored[0]["correlation_id"] == "c6af9ac6-7b61-11e6-9a41-93e8deadbeef"
     assert all("function_request_id" in log for log in logs)
     assert scored[0]["settings"]["word_order"] == 2
@@ -178,8 +180,7 @@ def test_importing_the_handler_does_not_load_http_routing_or_tracing(handler):
         "print(any(m.startswith('aws_lambda_powertools.event_handler') for m in sys.modules), "
         "any(m.startswith('aws_xray_sdk') for m in sys.modules))"
     )
-    root = local_lambda.REPO_ROOT
-    env = {"PYTHONPATH": f"{root / 'functions' / 'chrf_components'}:{root / 'layers' / 'chrf_core'}"}
+    env = {"PYTHONPATH": f"{ROOT / 'functions' / 'chrf_components'}:{ROOT / 'layers' / 'chrf_core'}"}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "False"]
 

@@ -1,22 +1,13 @@
 """moto-backed AWS for the pipeline tests (no network, no real account)."""
 
 import pytest
+from aws_stand_ins import moto_aws
+from support import ROOT
 
 
 @pytest.fixture
-def aws(monkeypatch):
-    for name, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_SECURITY_TOKEN": "testing",
-        "AWS_SESSION_TOKEN": "testing",
-        "AWS_DEFAULT_REGION": "us-east-1",
-        "AWS_REGION": "us-east-1",
-    }.items():
-        monkeypatch.setenv(name, value)
-    from moto import mock_aws
-
-    with mock_aws():
+def aws():
+    with moto_aws():
         yield
 
 
@@ -33,4 +24,6 @@ def s3(aws):
 def pipeline_handlers():
     from chrf_components_cli import local_lambda
 
-    return local_lambda.load_handler("ScoreBatchFunction"), local_lambda.load_handler("MergeReportFunction")
+    template = ROOT / "template.yaml"
+    return (local_lambda.load_handler("ScoreBatchFunction", template),
+            local_lambda.load_handler("MergeReportFunction", template))

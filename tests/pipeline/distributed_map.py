@@ -10,6 +10,8 @@ SUCCEEDED_n.json files of execution records whose Output is a JSON string).
 import json
 import uuid
 
+from aws_stand_ins import MAP_RUNS
+
 DEFINITION_PATH = "statemachine/corpus_pipeline.asl.json"
 
 
@@ -51,6 +53,10 @@ def run_map(s3, score_batch, context, execution_input, results_bucket, results_p
         for batch in batches(items, batcher["MaxItemsPerBatch"], batcher["MaxInputBytesPerBatch"])
     ]
     run_id = str(uuid.uuid4())
+    map_run_arn = f"arn:aws:states:us-east-1:123456789012:mapRun:corpus-pipeline/ScoreSegments:{run_id}"
+    MAP_RUNS[map_run_arn] = {"mapRunArn": map_run_arn, "status": "SUCCEEDED",
+                             "itemCounts": {"total": len(items), "succeeded": len(items), "failed": 0,
+                                            "pending": 0, "running": 0, "timedOut": 0, "aborted": 0}}
     prefix = f"{results_prefix}/{run_id}"
     records = [
         {"ExecutionArn": f"arn:aws:states:us-east-1:123456789012:execution:child:{i}", "Status": "SUCCEEDED",
@@ -62,8 +68,7 @@ def run_map(s3, score_batch, context, execution_input, results_bucket, results_p
         key = f"{prefix}/SUCCEEDED_{part}.json"
         s3.put_object(Bucket=results_bucket, Key=key, Body=json.dumps(records[start : start + 3]).encode())
         files["SUCCEEDED"].append({"Key": key, "Size": 1})
-    manifest = {"DestinationBucket": results_bucket, "MapRunArn": f"arn:aws:states:::mapRun:{run_id}",
-                "ResultFiles": files}
+    manifest = {"DestinationBucket": results_bucket, "MapRunArn": map_run_arn, "ResultFiles": files}
     s3.put_object(Bucket=results_bucket, Key=f"{prefix}/manifest.json", Body=json.dumps(manifest).encode())
     return {"MapRunArn": manifest["MapRunArn"],
             "ResultWriterDetails": {"Bucket": results_bucket, "Key": f"{prefix}/manifest.json"}}

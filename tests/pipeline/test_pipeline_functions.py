@@ -2,15 +2,18 @@
 
 import json
 import random
+import re
 
 import chrf_core
 import pytest
-from chrf_components_cli import local_lambda
+from aws_stand_ins import MAP_RUNS
 from distributed_map import DEFINITION_PATH, run_map
 from hypothesis import given, settings
 from jsonschema import Draft202012Validator
 from naive_chrf import naive_score
 from support import ROOT, requests_strategy
+
+from chrf_components_cli import local_lambda
 
 DEFINITION = json.loads((ROOT / DEFINITION_PATH).read_text(encoding="utf-8"))
 CORPUS_SCHEMA = Draft202012Validator(json.loads((ROOT / "spec" / "corpus-report.schema.json").read_text()))
@@ -62,9 +65,9 @@ def test_pipeline_report_in_s3_equals_scoring_the_whole_test_set_at_once(s3, pip
 @settings(max_examples=25, deadline=None)
 @given(requests_strategy(max_segments=8))
 def test_pipeline_equals_single_request_on_generated_unicode(pipeline_handlers, request):
-    from moto import mock_aws
+    from aws_stand_ins import moto_aws
 
-    with mock_aws():
+    with moto_aws():
         import boto3
 
         s3 = boto3.client("s3", region_name="us-east-1")
@@ -91,7 +94,7 @@ def test_score_batch_returns_the_counts_of_its_segments_and_their_lines(pipeline
     [
         ('{"hypothesis": "a"}', None, "line 301: must be a JSON object with exactly the keys hypothesis and reference"),
         ('["a", "b"]', None, "line 301: must be a JSON object"),
-        ('{"hypothesis": 3, "reference": "b"}', "hypotheses", "line 301: hypothesis must be a string"),
+        ('{"hypothesis": 3, "reference": "b"}', "hypotheses", "line 301 (hypothesis): must be a string"),
         ('{"hypothesis": "\\ud800", "reference": "b"}', "hypotheses", "line 301 (hypothesis): must not contain a lone"),
     ],
 )
@@ -103,6 +106,7 @@ def test_invalid_line_fails_with_invalid_input_error_naming_it_and_writes_no_rep
         run_pipeline(s3, pipeline_handlers, pairs, extra_lines=[bad_line, '{"hypothesis": "x", "reference": "y"}'])
     assert type(caught.value).__name__ == "InvalidInputError"
     assert caught.value.field == field and caught.value.message.startswith(message), caught.value.message
+    assert caught.value.line == 301 and json.loads(str(caught.value))["line"] == 301
     assert "Contents" not in s3.list_objects_v2(Bucket="corpus", Prefix="reports/")
 
 
@@ -119,7 +123,7 @@ def test_of_several_invalid_lines_in_different_batches_the_first_is_reported(s3,
     map_result = run_map(s3, score_batch, context, execution_input, "corpus", "map-results", DEFINITION)
     with pytest.raises(Exception) as caught:
         merge_report({**execution_input, "map_result": map_result}, context)
-    assert caught.value.message.startswith("line 421: ")
+    assert caught.value.message.startswith("line 421: ") and caught.value.line == 421
 
 
 def test_invalid_settings_fail_the_execution_naming_the_setting(s3, pipeline_handlers):
@@ -131,37 +135,181 @@ def test_invalid_settings_fail_the_execution_naming_the_setting(s3, pipeline_han
     assert caught.value.field == "bogus"
 
 
+def test_a_setting_key_of_lone_surrogates_fails_with_a_deliverable_error(pipeline_handlers):
+    score_batch, _ = pipeline_handlers
+    batch = {"BatchInput": {"settings": {"\ud800" * 3: 1}}, "Items": [{"line": 0, "item": {"hypothesis": "a",
+                                                                                         "reference": "a"}}]}
+    with pytest.raises(Exception) as caught:
+        score_batch(batch, local_lambda.LambdaContext())
+    payload = {"errorType": type(caught.value).__name__, "errorMessage": str(caught.value)}
+    json.dumps(payload, ensure_ascii=False).encode("utf-8")
+    assert json.loads(payload["errorMessage"])["field"] == "\\ud800" * 3
+
+
 def test_empty_jsonl_object_is_invalid_input(s3, pipeline_handlers):
     with pytest.raises(Exception) as caught:
         run_pipeline(s3, pipeline_handlers, [])
     assert "holds no segments" in caught.value.message
 
 
-def test_merge_fails_without_writing_when_the_manifest_is_missing(s3, pipeline_handlers):
+# ---- the merge proves the report covers the input exactly once ------------------------------------------------
+
+
+def batch_output(first, pairs, settings_=None):
+    request = {"hypotheses": [h for h, _ in pairs], "references": [r for _, r in pairs], **(settings_ or {})}
+    return {"first_line": first, "last_line": first + len(pairs) - 1,
+            "counts": chrf_core.compute_counts(request).to_dict()}
+
+
+def record(output, status="SUCCEEDED"):
+    return {"ExecutionArn": "arn:aws:states:us-east-1:123456789012:execution:child:x", "Status": status,
+            "Input": "{}", "Output": json.dumps(output)}
+
+
+def write_results(s3, files, failed=(), lines_read=None):
+    """ResultWriter's layout for given result files (name -> records); the manifest's details for the merge."""
+    keys = []
+    for name, records in files.items():
+        key = f"map-results/run/{name}"
+        if records is not None:
+            body = records if isinstance(records, bytes) else json.dumps(records).encode()
+            s3.put_object(Bucket="corpus", Key=key, Body=body)
+        keys.append({"Key": key, "Size": 1})
+    manifest = {"DestinationBucket": "corpus", "ResultFiles": {"SUCCEEDED": keys, "FAILED": list(failed),
+                                                               "PENDING": []}}
+    s3.put_object(Bucket="corpus", Key="map-results/run/manifest.json", Body=json.dumps(manifest).encode())
+    details = {"ResultWriterDetails": {"Bucket": "corpus", "Key": "map-results/run/manifest.json"}}
+    if lines_read is not None:
+        arn = f"arn:aws:states:us-east-1:123456789012:mapRun:corpus-pipeline/ScoreSegments:{len(MAP_RUNS)}"
+        MAP_RUNS[arn] = {"itemCounts": {"total": lines_read, "succeeded": lines_read, "failed": 0}}
+        details["MapRunArn"] = arn
+    return details
+
+
+def merge(pipeline_handlers, map_result, settings_=None):
     _, merge_report = pipeline_handlers
-    event = {"output": {"bucket": "corpus", "key": "reports/x.json"},
-             "map_result": {"ResultWriterDetails": {"Bucket": "corpus", "Key": "map-results/nope/manifest.json"}}}
+    event = {"input": {"bucket": "corpus", "key": "inputs/x.jsonl"}, "settings": settings_ or {},
+             "output": {"bucket": "corpus", "key": "reports/x.json"}, "map_result": map_result}
+    return merge_report(event, local_lambda.LambdaContext())
+
+
+PAIRS = real_pairs(6)
+
+
+def inconsistent(s3, pipeline_handlers, map_result, match, settings_=None):
     with pytest.raises(Exception) as caught:
-        merge_report(event, local_lambda.LambdaContext())
-    assert "NoSuchKey" in str(caught.value)
+        merge(pipeline_handlers, map_result, settings_)
+    assert type(caught.value).__name__ == "InconsistentResultsError", repr(caught.value)
+    assert re.search(match, str(caught.value)), str(caught.value)
     assert "Contents" not in s3.list_objects_v2(Bucket="corpus", Prefix="reports/")
 
 
-def test_merge_rejects_malformed_result_files_and_failed_batches(s3, pipeline_handlers):
-    _, merge_report = pipeline_handlers
-    s3.put_object(Bucket="corpus", Key="map-results/r/SUCCEEDED_0.json", Body=b"not json")
-    succeeded = [{"Key": "map-results/r/SUCCEEDED_0.json"}]
-    manifest = {"DestinationBucket": "corpus", "ResultFiles": {"SUCCEEDED": succeeded}}
-    s3.put_object(Bucket="corpus", Key="map-results/r/manifest.json", Body=json.dumps(manifest).encode())
-    event = {"output": {"bucket": "corpus", "key": "reports/x.json"},
-             "map_result": {"ResultWriterDetails": {"Bucket": "corpus", "Key": "map-results/r/manifest.json"}}}
-    with pytest.raises(ValueError, match="is not valid JSON"):
-        merge_report(event, local_lambda.LambdaContext())
-    manifest["ResultFiles"]["FAILED"] = [{"Key": "map-results/r/FAILED_0.json"}]
-    s3.put_object(Bucket="corpus", Key="map-results/r/manifest.json", Body=json.dumps(manifest).encode())
-    with pytest.raises(RuntimeError, match="failed or pending"):
-        merge_report(event, local_lambda.LambdaContext())
-    assert "Contents" not in s3.list_objects_v2(Bucket="corpus", Prefix="reports/")
+def test_the_merge_writes_a_report_for_results_that_tile_every_line_once(s3, pipeline_handlers):
+    files = {"SUCCEEDED_0.json": [record(batch_output(4, PAIRS[3:])), record(batch_output(1, PAIRS[:3]))]}
+    result = merge(pipeline_handlers, write_results(s3, files, lines_read=6))
+    whole = {"hypotheses": [h for h, _ in PAIRS], "references": [r for _, r in PAIRS]}
+    assert result["segment_count"] == 6 and result["score"] == chrf_core.score(whole)["score"]
+
+
+def test_the_merge_refuses_a_result_file_listed_twice(s3, pipeline_handlers):
+    files = {"SUCCEEDED_0.json": [record(batch_output(1, PAIRS[:3]))]}
+    details = write_results(s3, files)
+    manifest = json.loads(s3.get_object(Bucket="corpus", Key="map-results/run/manifest.json")["Body"].read())
+    manifest["ResultFiles"]["SUCCEEDED"] *= 2
+    s3.put_object(Bucket="corpus", Key="map-results/run/manifest.json", Body=json.dumps(manifest).encode())
+    inconsistent(s3, pipeline_handlers, details, r"SUCCEEDED_0.json is listed twice")
+
+
+def test_the_merge_refuses_a_gap_in_the_lines(s3, pipeline_handlers):
+    files = {"SUCCEEDED_0.json": [record(batch_output(1, PAIRS[:2])), record(batch_output(4, PAIRS[3:]))]}
+    inconsistent(s3, pipeline_handlers, write_results(s3, files), r"lines 3-3 are in no batch result")
+
+
+def test_the_merge_refuses_results_that_do_not_start_at_line_1(s3, pipeline_handlers):
+    files = {"SUCCEEDED_0.json": [record(batch_output(2, PAIRS[:2]))]}
+    inconsistent(s3, pipeline_handlers, write_results(s3, files), r"lines 1-1 are in no batch result")
+
+
+def test_the_merge_refuses_overlapping_ranges(s3, pipeline_handlers):
+    files = {"SUCCEEDED_0.json": [record(batch_output(1, PAIRS[:3])), record(batch_output(3, PAIRS[2:]))]}
+    inconsistent(s3, pipeline_handlers, write_results(s3, files), r"\(lines 3-6\) overlaps .*\(lines 1-3\)")
+
+
+def test_the_merge_refuses_a_missing_last_batch_by_the_map_runs_own_count(s3, pipeline_handlers):
+    files = {"SUCCEEDED_0.json": [record(batch_output(1, PAIRS[:3]))]}
+    inconsistent(s3, pipeline_handlers, write_results(s3, files, lines_read=6), r"read 6 lines but .* cover 3")
+
+
+def test_the_merge_refuses_a_segment_count_other_than_the_lines_of_its_batch(s3, pipeline_handlers):
+    output = batch_output(1, PAIRS[:3])
+    output["last_line"] = 4
+    inconsistent(s3, pipeline_handlers, write_results(s3, {"SUCCEEDED_0.json": [record(output)]}),
+                 r"record 1 \(lines 1-4\): segment_count 3 but 4 lines")
+
+
+def test_the_merge_refuses_a_batch_scored_with_other_settings(s3, pipeline_handlers):
+    files = {"SUCCEEDED_0.json": [record(batch_output(1, PAIRS, {"beta": 3}))]}
+    inconsistent(s3, pipeline_handlers, write_results(s3, files), r"other settings", {"beta": 2})
+
+
+def test_the_merge_refuses_a_record_that_did_not_succeed(s3, pipeline_handlers):
+    files = {"SUCCEEDED_0.json": [record(batch_output(1, PAIRS), status="FAILED")]}
+    inconsistent(s3, pipeline_handlers, write_results(s3, files), r"record 1: status FAILED")
+
+
+def test_the_merge_refuses_failed_or_pending_result_files(s3, pipeline_handlers):
+    files = {"SUCCEEDED_0.json": [record(batch_output(1, PAIRS))]}
+    details = write_results(s3, files, failed=[{"Key": "map-results/run/FAILED_0.json", "Size": 1}])
+    inconsistent(s3, pipeline_handlers, details, r"FAILED results")
+
+
+@pytest.mark.parametrize(
+    ("orders", "match"),
+    [
+        ([[5, 5, 6]] + [[0, 0, 0]] * 5, r"char 1: 6 matches but 5 hypothesis"),
+        ([[5, 5, 1], [5, 6, 1]] + [[0, 0, 0]] * 4, r"char 2: more n-grams or matches than order 1"),
+        ([[5, 5, 1], [4, 4, 2]] + [[0, 0, 0]] * 4, r"char 2: more n-grams or matches than order 1"),
+    ],
+)
+def test_the_merge_refuses_impossible_per_order_counts(s3, pipeline_handlers, orders, match):
+    output = batch_output(1, PAIRS[:1])
+    output["counts"]["orders"] = orders
+    inconsistent(s3, pipeline_handlers, write_results(s3, {"SUCCEEDED_0.json": [record(output)]}), match)
+
+
+@pytest.mark.parametrize(
+    ("content", "match"),
+    [
+        (b"not json", r"is not valid JSON"),
+        (None, r"does not exist"),
+        ({"not": "a list"}, r"is not a list of executions"),
+        ([{"Status": "SUCCEEDED", "Output": "{not json"}], r"Output is not a JSON string"),
+        ([{"Status": "SUCCEEDED"}], r"Output is not a JSON string"),
+        ([record({"first_line": 1})], r"not a batch result"),
+        ([record({"first_line": "1", "last_line": 1, "counts": {}})], r"first_line and last_line"),
+        ([record({"first_line": 1, "last_line": 1, "counts": {"orders": []}})], r"counts: expected an object"),
+        ([record({"invalid_input": {"Error": "Boom", "Cause": "{}"}})], r"not an InvalidInputError"),
+        ([record({"invalid_input": "oops"})], r"not an InvalidInputError"),
+        (["a string"], r"status None"),
+    ],
+)
+def test_malformed_results_fail_with_the_named_error_never_a_raw_exception(s3, pipeline_handlers, content, match):
+    if isinstance(content, (list, dict)):
+        content = json.dumps(content).encode()
+    inconsistent(s3, pipeline_handlers, write_results(s3, {"SUCCEEDED_0.json": content}), match)
+
+
+@pytest.mark.parametrize("map_result", [None, 5, {"ResultWriterDetails": "x"}, {"ResultWriterDetails": {}}])
+def test_a_map_result_of_the_wrong_shape_fails_with_the_named_error(s3, pipeline_handlers, map_result):
+    inconsistent(s3, pipeline_handlers, map_result, r"map_result")
+
+
+def test_the_merge_writes_nothing_and_logs_no_keys_or_texts(s3, pipeline_handlers, captured_logs):
+    files = {"SUCCEEDED_0.json": [record(batch_output(1, PAIRS))]}
+    merge(pipeline_handlers, write_results(s3, files, lines_read=6))
+    logs = captured_logs.getvalue()
+    assert "map-results" not in logs and "reports/x.json" not in logs
+    assert not any(text[:12] in logs for pair in PAIRS for text in pair if len(text) >= 12)
 
 
 def test_corpus_report_schema_is_the_contract_output_schema_without_the_segment_cap():

@@ -7,21 +7,20 @@ a JSON item file, results inline), with moto's Lambda invocation patched to call
 else (Lambda tasks, the child Catch, MergeReport, the Fail state's ErrorPath/CausePath, S3) is exercised as is.
 """
 
-import copy
-import io
 import json
 import re
 import time
-import zipfile
 
+import aws_stand_ins
 import chrf_core
 import pytest
-from chrf_components_cli import local_lambda
 from distributed_map import DEFINITION_PATH
 from support import ROOT
 
+from chrf_components_cli import local_lambda
+
 DEFINITION = json.loads((ROOT / DEFINITION_PATH).read_text(encoding="utf-8"))
-TEMPLATE = local_lambda.load_template()
+TEMPLATE = local_lambda.load_template(ROOT / "template.yaml")
 MAP = DEFINITION["States"]["ScoreSegments"]
 LAMBDA_RETRY_ERRORS = {
     "Lambda.ServiceException",
@@ -82,71 +81,27 @@ def test_state_machine_policies_are_least_privilege():
         if any(action.startswith("states:") for action in actions):
             assert "${AWS::StackName}-corpus-pipeline" in statement["Resource"]["Fn::Sub"]
     merge_statements = resources["MergeReportFunction"]["Properties"]["Policies"][0]["Statement"]
-    assert {s["Action"] for s in merge_statements} == {"s3:GetObject", "s3:PutObject"}
+    assert {s["Action"] for s in merge_statements} == {"s3:GetObject", "s3:PutObject", "states:DescribeMapRun"}
+    describe = next(s for s in merge_statements if s["Action"] == "states:DescribeMapRun")
+    assert ":mapRun:${AWS::StackName}-corpus-pipeline/*" in describe["Resource"]["Fn::Sub"]
     assert "Policies" not in resources["ScoreBatchFunction"]["Properties"]  # no AWS access at all
 
 
-def moto_variant(definition):
-    variant = copy.deepcopy(definition)
-    state = variant["States"]["ScoreSegments"]
-    state["ItemReader"]["ReaderConfig"] = {"InputType": "JSON", "MaxItems": 100000}
-    del state["ItemBatcher"], state["ToleratedFailurePercentage"], state["ResultWriter"]
-    state["ItemProcessor"]["ProcessorConfig"]["ExecutionType"] = "STANDARD"
-    # One child at a time: moto runs children as threads of one process, and Powertools Metrics keeps one
-    # metric set per process (as Lambda runs one invocation per process), so parallel children would interleave.
-    state["MaxConcurrency"] = 1
-    state["ItemSelector"] = {
-        "BatchInput": {"settings.$": "$.settings"},
-        "Items": [{"line.$": "$$.Map.Item.Index", "item.$": "$$.Map.Item.Value"}],
-    }
-    return variant
-
-
 @pytest.fixture
-def moto_pipeline(monkeypatch, aws, pipeline_handlers):
-    """A state machine in moto whose Lambda tasks reach our real pipeline handlers."""
+def moto_pipeline(pipeline_handlers):
+    """Run executions of the state machine (moto's variant) whose Lambda tasks reach the real handlers."""
     import boto3
-    from moto import mock_aws
-    from moto.awslambda.models import LambdaFunction
 
-    handlers = dict(zip(("score-batch", "merge-report"), pipeline_handlers))
-
-    def invoke_real_handler(function, event=None):
-        payload = json.loads(event) if isinstance(event, str) else event
-        try:
-            return json.dumps(handlers[function.function_name](payload, local_lambda.LambdaContext())), False, ""
-        except Exception as error:
-            return json.dumps({"errorType": type(error).__name__, "errorMessage": str(error)}), True, ""
-
-    monkeypatch.setattr(LambdaFunction, "_invoke_lambda", invoke_real_handler)
-    with mock_aws(config={"stepfunctions": {"execute_state_machine": True}}):
-        role = boto3.client("iam").create_role(RoleName="pipeline", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
-        archive = io.BytesIO()
-        with zipfile.ZipFile(archive, "w") as zipped:
-            zipped.writestr("placeholder.py", "")
-        arns = {
-            name: boto3.client("lambda").create_function(
-                FunctionName=name, Runtime="python3.13", Role=role, Handler="placeholder.handler",
-                Code={"ZipFile": archive.getvalue()},
-            )["FunctionArn"]
-            for name in handlers
-        }
-        s3 = boto3.client("s3")
-        s3.create_bucket(Bucket="corpus")
-        text = json.dumps(moto_variant(DEFINITION))
-        for name, value in {"ScoreBatchFunctionArn": arns["score-batch"], "MergeReportFunctionArn":
-                            arns["merge-report"], "CorpusBucket": "corpus", "ResultsPrefix": "map-results"}.items():
-            text = text.replace("${" + name + "}", value)
-        stepfunctions = boto3.client("stepfunctions")
-        machine = stepfunctions.create_state_machine(name="corpus", definition=text, roleArn=role)["stateMachineArn"]
+    with aws_stand_ins.moto_pipeline(pipeline_handlers, DEFINITION) as deployed:
+        stepfunctions, s3 = boto3.client("stepfunctions"), deployed["s3"]
 
         def execute(items, settings):
-            s3.put_object(Bucket="corpus", Key="inputs/test.json", Body=json.dumps(items).encode("utf-8"))
-            execution_input = {"input": {"bucket": "corpus", "key": "inputs/test.json"}, "settings": settings,
+            body = "\n".join(json.dumps(item, ensure_ascii=False) for item in items) + "\n"
+            s3.put_object(Bucket="corpus", Key="inputs/test.jsonl", Body=body.encode("utf-8"))
+            execution_input = {"input": {"bucket": "corpus", "key": "inputs/test.jsonl"}, "settings": settings,
                                "output": {"bucket": "corpus", "key": "reports/test.json"}}
-            arn = stepfunctions.start_execution(stateMachineArn=machine, input=json.dumps(execution_input))[
-                "executionArn"
-            ]
+            arn = stepfunctions.start_execution(stateMachineArn=deployed["machine"],
+                                                input=json.dumps(execution_input))["executionArn"]
             for _ in range(600):
                 described = stepfunctions.describe_execution(executionArn=arn)
                 if described["status"] != "RUNNING":
@@ -174,5 +129,6 @@ def test_execution_in_moto_fails_with_invalid_input_error_naming_the_line_and_wr
     assert described["status"] == "FAILED"
     assert described["error"] == "InvalidInputError"
     cause = json.loads(json.loads(described["cause"])["errorMessage"])
-    assert cause == {"code": "invalid_input", "field": "references", "message": "line 2: reference must be a string"}
+    assert cause == {"code": "invalid_input", "field": "references",
+                     "message": "line 2 (reference): must be a string", "line": 2}
     assert "Contents" not in s3.list_objects_v2(Bucket="corpus", Prefix="reports/")

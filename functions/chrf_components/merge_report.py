@@ -1,0 +1,224 @@
+"""Corpus pipeline, the merge (template.yaml: MergeReportFunction, Handler merge_report.lambda_handler).
+
+Reads the Distributed Map's results (ResultWriter's manifest and result files in S3, or the Map's output list
+when it has no ResultWriter), proves they cover the input exactly once, sums their counts into the corpus report
+(the contract's output with any ``segment_count``) and writes it to the output location.
+
+Nothing is written unless every check passes:
+
+* an input line broke a contract rule: ``InvalidInputError`` for the lowest such line;
+* anything else amiss fails with ``InconsistentResultsError`` naming the batch: a result file listed twice, a
+  failed or pending result, a record that did not succeed or is malformed, line ranges with a gap or an overlap
+  or not starting at line 1, fewer or more lines than the Map run read, a ``segment_count`` other than the
+  batch's number of lines, settings other than the execution's, or impossible per-order counts.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, NamedTuple
+
+import chrf_core
+
+from observability import count, logger, metrics, traced, use_correlation_id
+from service import InvalidInputError
+
+
+class InconsistentResultsError(Exception):
+    """The batch results do not prove a report of the whole input (named in Step Functions' error)."""
+
+
+class BatchResult(NamedTuple):
+    source: str  # where it was read, for messages
+    first_line: int
+    last_line: int
+    counts: chrf_core.Counts
+
+
+def execution_settings(event: dict[str, Any]) -> chrf_core.Settings:
+    settings = event.get("settings", {})
+    if not isinstance(settings, dict):
+        raise InvalidInputError("settings", "must be an object of scoring settings")
+    for key in settings:
+        if key not in chrf_core.SETTING_KEYS:
+            raise InvalidInputError.of(chrf_core.unknown_key_error(key, chrf_core.SETTING_KEYS, subject="settings"))
+    try:
+        return chrf_core.parse_settings(settings)
+    except chrf_core.InvalidInputError as error:
+        raise InvalidInputError.of(error) from None
+
+
+def location(value: Any, name: str) -> tuple[str, str]:
+    if not isinstance(value, dict) or not isinstance(value.get("bucket"), str) or not isinstance(value.get("key"), str):
+        raise InvalidInputError(name, "must be an object with string bucket and key")
+    return value["bucket"], value["key"]
+
+
+def invalid_input_of(source: str, failure: Any) -> InvalidInputError:
+    """The InvalidInputError a batch raised, rebuilt from Step Functions' caught error ({Error, Cause})."""
+    try:
+        cause = json.loads(failure["Cause"])
+        detail = json.loads(cause["errorMessage"])
+        line = detail.get("line")
+        if failure["Error"] != "InvalidInputError" or not isinstance(detail["message"], str):
+            raise ValueError
+        if line is not None and (type(line) is not int or line < 1):
+            raise ValueError
+    except (KeyError, TypeError, ValueError, AttributeError):
+        raise InconsistentResultsError(f"{source}: a failed batch whose cause is not an InvalidInputError") from None
+    field = detail.get("field")
+    return InvalidInputError.relayed(field if isinstance(field, str) else None, detail["message"], line)
+
+
+def batch_result(source: str, output: Any, settings: chrf_core.Settings) -> BatchResult:
+    """One batch's result, checked on its own."""
+    if not isinstance(output, dict) or set(output) != {"first_line", "last_line", "counts"}:
+        raise InconsistentResultsError(f"{source}: not a batch result ({{first_line, last_line, counts}})")
+    first, last = output["first_line"], output["last_line"]
+    if type(first) is not int or type(last) is not int or not 1 <= first <= last:
+        raise InconsistentResultsError(f"{source}: first_line and last_line must be lines 1 <= first <= last")
+    try:
+        counts = chrf_core.Counts.from_dict(output["counts"])
+    except ValueError as error:
+        raise InconsistentResultsError(f"{source} (lines {first}-{last}): {error}") from None
+    if counts.segment_count != last - first + 1:
+        raise InconsistentResultsError(
+            f"{source} (lines {first}-{last}): segment_count {counts.segment_count} but {last - first + 1} lines"
+        )
+    if counts.settings != settings:
+        raise InconsistentResultsError(f"{source} (lines {first}-{last}): scored with other settings than the run's")
+    return BatchResult(source, first, last, counts)
+
+
+def merge_batches(
+    outputs: list[tuple[str, Any]], settings: chrf_core.Settings, lines_read: int | None = None
+) -> dict[str, Any]:
+    """The corpus report from (source, batch output) pairs, once they are proven to cover lines 1..N once."""
+    failures = [(source, output["invalid_input"]) for source, output in outputs
+                if isinstance(output, dict) and "invalid_input" in output]
+    if failures:
+        errors = [invalid_input_of(source, failure) for source, failure in failures]
+        raise min(errors, key=lambda error: error.line if error.line is not None else 0)
+    if not outputs:
+        raise InvalidInputError("input", "the JSON Lines object holds no segments")
+    batches = sorted((batch_result(source, output, settings) for source, output in outputs),
+                     key=lambda batch: batch.first_line)
+    expected = 1
+    for previous, batch in zip([None, *batches], batches):
+        if batch.first_line > expected:
+            raise InconsistentResultsError(f"lines {expected}-{batch.first_line - 1} are in no batch result "
+                                           f"(next: {batch.source})")
+        if batch.first_line < expected:
+            assert previous is not None
+            raise InconsistentResultsError(f"{batch.source} (lines {batch.first_line}-{batch.last_line}) overlaps "
+                                           f"{previous.source} (lines {previous.first_line}-{previous.last_line})")
+        expected = batch.last_line + 1
+    if lines_read is not None and lines_read != expected - 1:
+        raise InconsistentResultsError(f"the Map run read {lines_read} lines but the batch results cover "
+                                       f"{expected - 1}")
+    merged = chrf_core.merge_counts(batch.counts for batch in batches)
+    problem = merged.inconsistency()
+    if problem:
+        raise InconsistentResultsError(f"the merged counts are impossible: {problem}")
+    return chrf_core.build_report(merged)
+
+
+def read_json(s3: Any, bucket: str, key: str, what: str) -> Any:
+    from botocore.exceptions import ClientError
+
+    try:
+        body = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
+    except ClientError as error:
+        if error.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
+            raise InconsistentResultsError(f"{what} s3://{bucket}/{key} does not exist") from None
+        raise
+    try:
+        return json.loads(body)
+    except ValueError:
+        raise InconsistentResultsError(f"{what} s3://{bucket}/{key} is not valid JSON") from None
+
+
+def result_writer_outputs(s3: Any, details: Any) -> list[tuple[str, Any]]:
+    """(source, batch output) of every child execution ResultWriter recorded, each file read once."""
+    if not isinstance(details, dict) or not isinstance(details.get("Bucket"), str) or not isinstance(
+        details.get("Key"), str
+    ):
+        raise InconsistentResultsError("map_result.ResultWriterDetails must name the manifest's Bucket and Key")
+    manifest = read_json(s3, details["Bucket"], details["Key"], "the manifest")
+    files = manifest.get("ResultFiles") if isinstance(manifest, dict) else None
+    if not isinstance(files, dict) or not isinstance(files.get("SUCCEEDED", []), list):
+        raise InconsistentResultsError("the manifest has no ResultFiles")
+    for unfinished in ("FAILED", "PENDING"):
+        if files.get(unfinished):
+            raise InconsistentResultsError(f"the Map run has {unfinished} results ({len(files[unfinished])} file(s))")
+    bucket = manifest.get("DestinationBucket") or details["Bucket"]
+    keys = [entry.get("Key") if isinstance(entry, dict) else None for entry in files.get("SUCCEEDED", [])]
+    outputs: list[tuple[str, Any]] = []
+    seen: set[str] = set()
+    for key in keys:
+        if not isinstance(key, str):
+            raise InconsistentResultsError("the manifest lists a result file without a Key")
+        if key in seen:
+            raise InconsistentResultsError(f"result file {key} is listed twice")
+        seen.add(key)
+        records = read_json(s3, bucket, key, "result file")
+        if not isinstance(records, list):
+            raise InconsistentResultsError(f"result file {key} is not a list of executions")
+        for number, record in enumerate(records, start=1):
+            source = f"{key} record {number}"
+            if not isinstance(record, dict) or record.get("Status") != "SUCCEEDED":
+                status = record.get("Status") if isinstance(record, dict) else None
+                raise InconsistentResultsError(f"{source}: status {status!s}, not SUCCEEDED")
+            try:
+                outputs.append((source, json.loads(record["Output"])))
+            except (KeyError, TypeError, ValueError):
+                raise InconsistentResultsError(f"{source}: Output is not a JSON string") from None
+    return outputs
+
+
+def lines_read(map_run_arn: Any) -> int | None:
+    """How many items (lines) the Map run read, as Step Functions counted them (DescribeMapRun)."""
+    if map_run_arn is None:
+        return None
+    import boto3
+
+    counts = boto3.client("stepfunctions").describe_map_run(mapRunArn=map_run_arn).get("itemCounts")
+    if not isinstance(counts, dict) or type(counts.get("total")) is not int:
+        raise InconsistentResultsError("DescribeMapRun did not say how many items the Map run read")
+    if counts.get("failed") or counts.get("timedOut") or counts.get("aborted"):
+        raise InconsistentResultsError("the Map run has items that failed, timed out or were aborted")
+    return int(counts["total"])
+
+
+@traced
+@metrics.log_metrics
+@logger.inject_lambda_context
+def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    """Event: the execution input (``input``, ``settings``, ``output``) plus ``map_result``, the Map state's
+    output: ``{"MapRunArn", "ResultWriterDetails": {"Bucket", "Key"}}`` (as deployed) or the list of batch
+    results itself (a Map without ResultWriter)."""
+    import boto3
+
+    use_correlation_id(None, context)
+    count("MergeRuns")
+    if not isinstance(event, dict):
+        raise InvalidInputError(None, "the merge expects the execution input with map_result")
+    bucket, key = location(event.get("output"), "output")
+    settings = execution_settings(event)
+    map_result = event.get("map_result")
+    s3 = boto3.client("s3")
+    if isinstance(map_result, list):
+        outputs, read = [(f"map result {number}", output) for number, output in enumerate(map_result, 1)], None
+    elif isinstance(map_result, dict):
+        outputs = result_writer_outputs(s3, map_result.get("ResultWriterDetails"))
+        read = lines_read(map_result.get("MapRunArn"))
+    else:
+        raise InconsistentResultsError("map_result must be the Map state's output")
+    report = merge_batches(outputs, settings, read)
+    body = json.dumps(report, indent=2).encode("utf-8")
+    s3.put_object(Bucket=bucket, Key=key, Body=body, ContentType="application/json")
+    count("ReportSegments", report["segment_count"])
+    logger.info("report written", extra={"segments": report["segment_count"], "batches": len(outputs),
+                                         "report_bytes": len(body)})
+    return {"report": {"bucket": bucket, "key": key}, "segment_count": report["segment_count"],
+            "score": report["score"]}

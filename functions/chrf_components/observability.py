@@ -1,0 +1,63 @@
+"""Logs, metrics and (optionally) traces for every function: one Logger, one Metrics, set up once here.
+
+Logs are structured (Powertools Logger) and carry sizes, counts, settings and request ids: never submitted
+texts, keys or ids the caller chose. A correlation id is taken from an API Gateway request context only when it
+is a short token, else the Lambda request id is used. The Tracer (X-Ray) loads only when CHRF_TRACING is true,
+so cold starts do not pay for it otherwise.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
+
+import chrf_core
+from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools.metrics import MetricUnit
+
+SERVICE = os.environ.get("POWERTOOLS_SERVICE_NAME", chrf_core.TOOL)
+TRACING = os.environ.get("CHRF_TRACING", "").lower() == "true"
+TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9+/=._:-]{0,63}")
+
+logger = Logger(service=SERVICE)
+metrics = Metrics(namespace=os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "ChrfComponents"), service=SERVICE)
+
+Handler = TypeVar("Handler", bound=Callable[..., Any])
+
+
+def count(name: str, value: float = 1, unit: MetricUnit = MetricUnit.Count) -> None:
+    """Add to a metric of this invocation (flushed by ``metrics.log_metrics``)."""
+    metrics.add_metric(name=name, unit=unit, value=value)
+
+
+def use_correlation_id(event: Any, context: Any) -> None:
+    """API Gateway's request id when the event carries a token-like one; otherwise Lambda's request id."""
+    candidate = None
+    if isinstance(event, dict) and isinstance(event.get("requestContext"), dict):
+        candidate = event["requestContext"].get("requestId")
+    if not (isinstance(candidate, str) and TOKEN.fullmatch(candidate)):
+        candidate = getattr(context, "aws_request_id", None)
+    logger.set_correlation_id(candidate if isinstance(candidate, str) and TOKEN.fullmatch(candidate) else None)
+
+
+def loggable(error: chrf_core.InvalidInputError) -> dict[str, Any]:
+    """Field, rule and position of an error, for logs. A key the caller made up may be a pasted translation,
+    so it is never logged."""
+    known = error.field is None or error.field in chrf_core.REQUEST_KEYS or error.field in ("input", "output")
+    return {
+        "field": error.field if known else "<unknown key>",
+        "rule": error.detail if known else "unknown key",
+        "segment": error.index,
+        "line": error.line,
+    }
+
+
+def traced(handler: Handler) -> Handler:
+    """The handler wrapped by Powertools Tracer when tracing is enabled, else unchanged."""
+    if not TRACING:
+        return handler
+    from aws_lambda_powertools import Tracer
+
+    return cast(Handler, Tracer(service=SERVICE).capture_lambda_handler(handler))
