@@ -1,8 +1,9 @@
 """Run the template's Lambda functions locally the way Lambda loads them, without Docker.
 
 Lambda puts a layer's content at /opt/python and the function's CodeUri at the task root, then imports the
-module named by Handler. This module reads template.yaml, puts the same folders first on sys.path, imports the
-handler, checks that the module really came from the CodeUri (so a packaging mistake shows up locally), and
+module named by Handler. This module reads template.yaml, puts the same folders first on sys.path (a layer's
+source folder, which holds the Python package and, once `make setup` has run, the host's native kernel), imports
+the handler, checks that the module really came from the CodeUri (so a packaging mistake shows up locally), and
 invokes it with a Lambda-like context; errors come back as ``{"errorType", "errorMessage"}``, as Lambda reports
 them.
 """
@@ -10,57 +11,85 @@ them.
 from __future__ import annotations
 
 import importlib
-import json
 import pathlib
 import sys
 import time
 import uuid
 from typing import Any
 
-REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
-TEMPLATE = REPO_ROOT / "template.yaml"
 DEFAULT_FUNCTION = "ChrfComponentsFunction"
+TEMPLATE_NAME = "template.yaml"
+API_GATEWAY_PAYLOAD_LIMIT = 10 * 1024 * 1024  # bytes of request body API Gateway accepts
 
 
-def load_template(path: pathlib.Path = TEMPLATE) -> dict[str, Any]:
-    """template.yaml as plain data; CloudFormation tags (!Ref, !Sub, ...) become ``{"Fn::X": value}``."""
+class TemplateError(Exception):
+    """No template, or no such function in it: a problem the command line reports in one line."""
+
+
+def find_template(explicit: str | None = None) -> pathlib.Path:
+    """``explicit`` if given, else template.yaml in the working directory."""
+    path = pathlib.Path(explicit) if explicit else pathlib.Path.cwd() / TEMPLATE_NAME
+    if not path.is_file():
+        if explicit:
+            raise TemplateError(f"--template {explicit}: no such file")
+        raise TemplateError(
+            f"no {TEMPLATE_NAME} in {pathlib.Path.cwd()}: run this from the project folder or pass --template PATH"
+        )
+    return path.resolve()
+
+
+def load_template(path: pathlib.Path) -> dict[str, Any]:
+    """A template as plain data; CloudFormation tags (!Ref, !Sub, ...) become ``{"Fn::X": value}``."""
     import yaml
 
     class TemplateLoader(yaml.SafeLoader):
         pass
 
     def construct_tag(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> dict[str, Any]:
+        value: Any
         if isinstance(node, yaml.ScalarNode):
-            value: Any = loader.construct_scalar(node)
+            value = loader.construct_scalar(node)
         elif isinstance(node, yaml.SequenceNode):
             value = loader.construct_sequence(node, deep=True)
         else:
+            assert isinstance(node, yaml.MappingNode)
             value = loader.construct_mapping(node, deep=True)
-        name = "Ref" if suffix == "Ref" else f"Fn::{suffix}"
-        return {name: value}
+        return {"Ref" if suffix == "Ref" else f"Fn::{suffix}": value}
 
     TemplateLoader.add_multi_constructor("!", construct_tag)
-    return yaml.load(path.read_text(encoding="utf-8"), Loader=TemplateLoader)
+    try:
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=TemplateLoader)
+    except (OSError, yaml.YAMLError) as error:
+        raise TemplateError(f"{path}: not a readable template ({error})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("Resources"), dict):
+        raise TemplateError(f"{path}: not a SAM template (no Resources)")
+    return data
 
 
-def function_paths(template: dict[str, Any], logical_id: str) -> tuple[pathlib.Path, str, list[pathlib.Path]]:
+def function_names(template: dict[str, Any]) -> list[str]:
+    """Logical ids of the template's functions."""
+    return sorted(name for name, resource in template["Resources"].items()
+                  if isinstance(resource, dict) and resource.get("Type") == "AWS::Serverless::Function")
+
+
+def function_paths(
+    template: dict[str, Any], logical_id: str, root: pathlib.Path
+) -> tuple[pathlib.Path, str, list[pathlib.Path]]:
     """(CodeUri folder, Handler, layer content folders) of a function, as the template declares them."""
+    if logical_id not in function_names(template):
+        raise TemplateError(f"no function {logical_id} in the template; it has {', '.join(function_names(template))}")
     resources = template["Resources"]
     properties = resources[logical_id]["Properties"]
-    code_dir = (TEMPLATE.parent / properties["CodeUri"]).resolve()
     globals_function = template.get("Globals", {}).get("Function", {})
-    layer_refs = properties.get("Layers", globals_function.get("Layers", []))
-    layer_dirs = []
-    for ref in layer_refs:
-        layer = resources[ref["Ref"]]
-        assert layer["Metadata"]["BuildMethod"].startswith("python"), "layers are built by SAM's python builder"
-        layer_dirs.append((TEMPLATE.parent / layer["Properties"]["ContentUri"]).resolve())
-    return code_dir, properties["Handler"], layer_dirs
+    layer_dirs = [(root / resources[ref["Ref"]]["Properties"]["ContentUri"]).resolve()
+                  for ref in properties.get("Layers", globals_function.get("Layers", []))]
+    return (root / properties["CodeUri"]).resolve(), properties["Handler"], layer_dirs
 
 
-def load_handler(logical_id: str = DEFAULT_FUNCTION, template: dict[str, Any] | None = None) -> Any:
+def load_handler(logical_id: str = DEFAULT_FUNCTION, template_path: pathlib.Path | None = None) -> Any:
     """Import the function's handler from its CodeUri, with its layers on the path, and return it."""
-    code_dir, handler, layer_dirs = function_paths(template or load_template(), logical_id)
+    path = template_path or find_template()
+    code_dir, handler, layer_dirs = function_paths(load_template(path), logical_id, path.parent)
     module_name, _, attribute = handler.rpartition(".")
     for folder in [code_dir, *layer_dirs][::-1]:
         if str(folder) not in sys.path:
@@ -95,26 +124,3 @@ def invoke(handler: Any, event: Any, context: LambdaContext | None = None) -> An
         return handler(event, context or LambdaContext())
     except Exception as error:
         return {"errorType": type(error).__name__, "errorMessage": str(error)}
-
-
-def comparable(result: Any) -> dict[str, Any]:
-    """A handler result in the form stored beside each sample event (events/*.expected.json).
-
-    HTTP responses keep status, headers (REST v1's multiValueHeaders folded in) and the body parsed as JSON;
-    Lambda errors keep errorType and the parsed errorMessage; anything else is the direct output.
-    """
-    if isinstance(result, dict) and "statusCode" in result:
-        headers = dict(result.get("headers") or {})
-        for name, values in (result.get("multiValueHeaders") or {}).items():
-            headers[name] = ", ".join(values)
-        return {"statusCode": result["statusCode"], "headers": headers, "body": _json_or_text(result.get("body"))}
-    if isinstance(result, dict) and set(result) == {"errorType", "errorMessage"}:
-        return {"errorType": result["errorType"], "errorMessage": _json_or_text(result["errorMessage"])}
-    return {"output": result}
-
-
-def _json_or_text(text: Any) -> Any:
-    try:
-        return json.loads(text)
-    except (TypeError, ValueError):
-        return text

@@ -1,27 +1,28 @@
-"""The chrf-components command line: every subcommand, its error paths and exit codes."""
+"""The chrf-components command line: score, request, invoke; their error paths and exit codes."""
 
+import io
 import json
 import os
 import random
 import subprocess
 import sys
-from html.parser import HTMLParser
 
 import chrf_core
 import pytest
-from chrf_components_cli import local_lambda
-from chrf_components_cli.main import main
 from jsonschema import Draft202012Validator
 from support import CONTRACT, ROOT
+
+from chrf_components_cli.main import main
 
 DATA = ROOT / "tests" / "data" / "popovic"
 HYP_EN, REF_EN = DATA / "example.hyp.en", DATA / "example.ref.en"
 CORPUS_SCHEMA = Draft202012Validator(json.loads((ROOT / "spec" / "corpus-report.schema.json").read_text()))
 CONSOLE_SCRIPT = os.path.join(os.path.dirname(sys.executable), "chrf-components")
+SIGNATURE = "chrf-components:1.0.0|chrF2++|nc:6|nw:2|space:no|case:mixed|avg:precision_recall|hyp:all"
 
 
 def run(capsys, *argv):
-    code = main(list(argv))
+    code = main([str(arg) for arg in argv])
     captured = capsys.readouterr()
     return code, captured.out, captured.err
 
@@ -30,19 +31,33 @@ def lines(path):
     return path.read_text(encoding="utf-8").splitlines()
 
 
+def write(path, text):
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
 def test_score_prints_a_table_with_every_order_a_signature_and_a_diagnosis(capsys):
-    code, out, err = run(capsys, "score", str(HYP_EN), str(REF_EN), "--word-order", "2")
+    code, out, err = run(capsys, "score", HYP_EN, REF_EN, "--word-order", "2")
     assert code == 0 and err == ""
     assert out.startswith("chrF2++ = 54.948318   (10 segments, 8 effective orders)")
     for label in ("char 1", "char 6", "word 1", "word 2"):
         assert f"\n  {label} " in out
-    assert "signature: chrF2++|nc:6|nw:2|space:no|case:mixed|avg:precision_recall|version:1.0.0" in out
+    assert f"signature: {SIGNATURE}" in out
     assert "What stands out:" in out and "Weakest orders: word 2" in out
-    assert "█" in out
+    header = next(line for line in out.splitlines() if line.lstrip().startswith("order"))
+    assert header.split().count("F") == 1 and "F, 0 to 1" in header
+
+
+def test_the_signature_cannot_be_taken_for_a_sacrebleu_one():
+    from chrf_components_cli.render import signature
+
+    report = chrf_core.score({"hypotheses": ["a"], "references": ["a"], "word_order": 2})
+    assert signature(report) == SIGNATURE
+    assert "version:" not in signature(report) and "nrefs" not in signature(report)
 
 
 def test_score_json_is_the_corpus_report_equal_to_scoring_in_one_request(capsys):
-    code, out, _ = run(capsys, "score", str(HYP_EN), str(REF_EN), "--word-order", "2", "--beta", "3", "--json")
+    code, out, _ = run(capsys, "score", HYP_EN, REF_EN, "--word-order", "2", "--beta", "3", "--json")
     report = json.loads(out)
     request = {"hypotheses": lines(HYP_EN), "references": lines(REF_EN), "word_order": 2, "beta": 3}
     assert code == 0 and report == chrf_core.score(request)
@@ -50,116 +65,209 @@ def test_score_json_is_the_corpus_report_equal_to_scoring_in_one_request(capsys)
 
 
 def test_score_reproduces_the_published_chrf_plus_plus_figure_with_per_order_f(capsys):
-    code, out, _ = run(capsys, "score", str(HYP_EN), str(REF_EN), "--word-order", "2", "--averaging", "per_order_f",
-                       "--json")
+    code, out, _ = run(capsys, "score", HYP_EN, REF_EN, "--word-order", "2", "--averaging", "per_order_f", "--json")
     assert code == 0 and json.loads(out)["score"].startswith("54.9482")
 
 
-def test_score_of_3000_segments_chunks_and_merges_to_the_single_pass_result_with_progress_on_stderr(
-    capsys, tmp_path
-):
-    rng = random.Random(3)
+def corpus(tmp_path, count, seed=3):
+    rng = random.Random(seed)
     pairs = []
     for language in ("en", "cs", "ru", "zh"):
         pairs += zip(lines(DATA / f"example.hyp.{language}"), lines(DATA / f"example.ref.{language}"))
-    chosen = [pairs[rng.randrange(len(pairs))] for _ in range(3000)]
+    chosen = [pairs[rng.randrange(len(pairs))] for _ in range(count)]
     chosen = [(h + f" {i}", r + f" {i % 7}") for i, (h, r) in enumerate(chosen)]
-    (tmp_path / "hyp.txt").write_text("\n".join(h for h, _ in chosen) + "\n", encoding="utf-8")
-    (tmp_path / "ref.txt").write_text("\n".join(r for _, r in chosen) + "\n", encoding="utf-8")
-    code, out, err = run(capsys, "score", str(tmp_path / "hyp.txt"), str(tmp_path / "ref.txt"), "--word-order", "2",
-                         "--json")
-    assert code == 0
-    report = json.loads(out)  # nothing but the report on stdout
+    hyp = write(tmp_path / "hyp.txt", "\n".join(h for h, _ in chosen) + "\n")
+    ref = write(tmp_path / "ref.txt", "\n".join(r for _, r in chosen) + "\n")
+    return hyp, ref, chosen
+
+
+def test_score_streams_many_chunks_to_exactly_the_single_pass_result_without_progress_in_a_pipe(
+    capsys, tmp_path, monkeypatch
+):
+    from chrf_components_cli import lines as line_reader
+
+    monkeypatch.setattr(line_reader, "CHUNK_LINES", 97)  # many chunks, one of them partial
+    hyp, ref, chosen = corpus(tmp_path, 3000)
+    code, out, err = run(capsys, "score", hyp, ref, "--word-order", "2", "--json")
+    assert code == 0 and err == ""  # stderr is not a terminal: no progress written into logs
+    report = json.loads(out)
     settings = chrf_core.parse_settings({"word_order": 2})
     single_pass = chrf_core.count_segments([h for h, _ in chosen], [r for _, r in chosen], settings)
     assert report == chrf_core.build_report(single_pass)
-    assert report["segment_count"] == 3000
     CORPUS_SCHEMA.validate(report)
-    assert "scored 3000/3000 segments" in err
+
+
+def test_score_shows_progress_only_on_a_terminal(capsys, tmp_path, monkeypatch):
+    from chrf_components_cli import corpus as corpus_module
+
+    hyp, _, _ = corpus(tmp_path, 50)
+    terminal = io.StringIO()
+    terminal.isatty = lambda: True
+    monkeypatch.setattr(sys, "stderr", terminal)
+    progress = corpus_module.progress_printer([corpus_module.LineFile(str(hyp), "HYP_FILE")])
+    progress(50)
+    assert "\rscored 50 segments (0%)" in terminal.getvalue()
+    assert corpus_module.progress_printer([], stream=io.StringIO()) is None
+
+
+def test_score_accepts_a_line_longer_than_a_request_may_be(capsys, tmp_path):
+    hyp = write(tmp_path / "h", "a\n" + "xy " * 40000 + "\n")
+    ref = write(tmp_path / "r", "a\n" + "xy " * 39000 + "\n")
+    code, out, err = run(capsys, "score", hyp, ref, "--json")
+    assert code == 0, err
+    request_like = ["a", "xy " * 40000], ["a", "xy " * 39000]
+    expected = chrf_core.count_segments(*request_like, chrf_core.Settings())
+    assert json.loads(out) == chrf_core.build_report(expected)
 
 
 def test_score_reads_standard_input_for_dash(monkeypatch, capsys):
-    import io
-
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(HYP_EN.read_bytes()), encoding="utf-8"))
-    code, out, _ = run(capsys, "score", "-", str(REF_EN), "--json")
+    code, out, _ = run(capsys, "score", "-", REF_EN, "--json")
     assert code == 0
     assert json.loads(out) == chrf_core.score({"hypotheses": lines(HYP_EN), "references": lines(REF_EN)})
 
 
-def test_score_keeps_unicode_line_separators_inside_lines_and_accepts_crlf(capsys, tmp_path):
-    (tmp_path / "h").write_bytes("a\u2028b\r\nc\x85d\r\n".encode())
+def test_score_keeps_unicode_line_separators_inside_lines_and_accepts_crlf_and_a_bom(capsys, tmp_path):
+    (tmp_path / "h").write_bytes("\ufeffa\u2028b\r\nc\x85d\r\n".encode())
     (tmp_path / "r").write_bytes(b"a b\nc d\n")
-    code, out, _ = run(capsys, "score", str(tmp_path / "h"), str(tmp_path / "r"), "--json")
-    assert code == 0 and json.loads(out)["segment_count"] == 2
+    code, out, _ = run(capsys, "score", tmp_path / "h", tmp_path / "r", "--json")
+    assert code == 0 and json.loads(out) == chrf_core.score({"hypotheses": ["a\u2028b", "c\x85d"],
+                                                              "references": ["a b", "c d"]})
 
 
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["score", str(HYP_EN), str(DATA / "example.ref.ru") + ".missing"], "cannot read"),
-        (["score", "-", "-"], "only one of HYP_FILE and REF_FILE can be standard input"),
-        (["score", str(HYP_EN), str(REF_EN), "--beta", "0"], "beta: must be an integer from 1 to 16, got 0"),
-        (["score", str(HYP_EN), str(REF_EN), "--char-order", "0"], "char_order and word_order cannot both be 0"),
-        (["score", str(HYP_EN), str(REF_EN), "--word-order", "9"], "word_order: must be an integer from 0 to 4"),
-        (["invoke", "no-such-event.json"], "cannot read"),
+        (["score", HYP_EN, str(REF_EN) + ".missing"], "REF_FILE " + str(REF_EN) + ".missing: cannot read"),
+        (["score", "-", "-"], "only one input can be standard input"),
+        (["score", HYP_EN, REF_EN, "--beta", "0"], "--beta: must be an integer from 1 to 16, got 0"),
+        (["score", HYP_EN, REF_EN, "--char-order", "0"], "--char-order and --word-order cannot both be 0"),
+        (["score", HYP_EN, REF_EN, "--word-order", "9"], "--word-order: must be an integer from 0 to 4, got 9"),
+        (["score", HYP_EN, REF_EN, "--char-order", "x"], "argument --char-order: invalid int value: 'x'"),
+        (["score", HYP_EN], "the following arguments are required: REF_FILE"),
+        (["score", HYP_EN, REF_EN, "--json", "--html", "-"], "--html - and --json both write to standard output"),
+        (["invoke", "no-such-event.json", "--template", ROOT / "template.yaml"], "cannot read"),
+        (["request", "/nonexistent/request.json"], "cannot read"),
     ],
 )
 def test_errors_are_one_line_on_stderr_with_exit_code_2(capsys, argv, message):
     code, out, err = run(capsys, *argv)
     assert code == 2 and out == ""
-    assert err.count("\n") == 1 and message in err and "Traceback" not in err
+    assert err.count("\n") == 1 and message in err and "Traceback" not in err, err
 
 
-def test_files_with_different_line_counts_are_rejected(capsys, tmp_path):
-    (tmp_path / "h").write_text("a\nb\nc\n", encoding="utf-8")
-    (tmp_path / "r").write_text("a\nb\n", encoding="utf-8")
-    code, _, err = run(capsys, "score", str(tmp_path / "h"), str(tmp_path / "r"))
-    assert code == 2 and "HYP_FILE has 3 lines but REF_FILE has 2" in err
+def test_files_with_different_line_counts_are_rejected_with_both_counts(capsys, tmp_path):
+    hyp = write(tmp_path / "h", "a\nb\nc\nd\n")
+    ref = write(tmp_path / "r", "a\nb\n")
+    code, _, err = run(capsys, "score", hyp, ref)
+    assert code == 2 and "HYP_FILE has 4 lines, REF_FILE has 2 lines; files must be line-aligned" in err
+    assert "blank" not in err
+
+
+def test_a_trailing_blank_line_is_pointed_out(capsys, tmp_path):
+    hyp = write(tmp_path / "h", "a\nb\n\n")
+    ref = write(tmp_path / "r", "a\nb\n")
+    code, _, err = run(capsys, "score", hyp, ref)
+    assert code == 2 and "HYP_FILE has 3 lines, REF_FILE has 2 lines" in err
+    assert "the last 1 line of HYP_FILE is blank: remove the trailing blank line?" in err
 
 
 def test_files_that_are_not_utf8_or_empty_are_rejected(capsys, tmp_path):
-    (tmp_path / "h").write_bytes(b"caf\xe9\n")
-    (tmp_path / "r").write_text("cafe\n", encoding="utf-8")
-    code, _, err = run(capsys, "score", str(tmp_path / "h"), str(tmp_path / "r"))
-    assert code == 2 and "not UTF-8 (byte 3)" in err
-    (tmp_path / "e").write_text("", encoding="utf-8")
-    code, _, err = run(capsys, "score", str(tmp_path / "e"), str(tmp_path / "e"))
+    (tmp_path / "h").write_bytes(b"ok\ncaf\xe9\n")
+    write(tmp_path / "r", "ok\ncafe\n")
+    code, _, err = run(capsys, "score", tmp_path / "h", tmp_path / "r")
+    assert code == 2 and "not UTF-8 (line 2, byte 6)" in err
+    empty = write(tmp_path / "e", "")
+    code, _, err = run(capsys, "score", empty, empty)
     assert code == 2 and "empty" in err
 
 
-def test_a_segment_larger_than_a_request_is_named_by_its_line(capsys, tmp_path):
-    (tmp_path / "h").write_text("a\n" + "x" * 70000 + "\n", encoding="utf-8")
-    (tmp_path / "r").write_text("a\nb\n", encoding="utf-8")
-    code, _, err = run(capsys, "score", str(tmp_path / "h"), str(tmp_path / "r"))
-    assert code == 2 and "line 2: its texts take 70001 UTF-8 bytes" in err
+def test_messages_count_in_the_singular_for_one(capsys, tmp_path):
+    code, out, _ = run(capsys, "score", write(tmp_path / "h", "a b c\n"), write(tmp_path / "r", "a b d\n"))
+    assert code == 0 and "(1 segment, " in out and "1 segments" not in out
+
+
+@pytest.mark.parametrize(
+    ("hyp", "ref", "flags", "expected", "absent"),
+    [
+        ("\nthe cat\n", "a dog\nthe cat\n", [], "1 hypothesis line of 2 is empty", "too short"),
+        ("\n", "a dog\n", [], "Every hypothesis line is empty", "too short"),
+        ("the cat\n", "the cat\n", [], "Every hypothesis is identical to its reference", "Weakest"),
+        ("我们今天去公园散步\n他喜欢看书\n", "我们明天去公园散步\n她喜欢读书\n", ["--word-order", "2"],
+         "have a side without spaces, which is then one word", "the wording differs"),
+    ],
+)
+def test_the_diagnosis_is_true_for_empty_lines_texts_without_spaces_and_identical_pairs(
+    capsys, tmp_path, hyp, ref, flags, expected, absent
+):
+    code, out, _ = run(capsys, "score", write(tmp_path / "h", hyp), write(tmp_path / "r", ref), *flags)
+    assert code == 0 and expected in out and absent not in out, out
 
 
 def test_request_prints_the_contract_output_or_the_error_envelope(capsys, tmp_path):
     example = CONTRACT["examples"][0]
-    (tmp_path / "ok.json").write_text(json.dumps(example["input"]), encoding="utf-8")
-    code, out, _ = run(capsys, "request", str(tmp_path / "ok.json"))
+    code, out, _ = run(capsys, "request", write(tmp_path / "ok.json", json.dumps(example["input"])))
     assert code == 0 and out == json.dumps(example["output"]) + "\n"
-    (tmp_path / "bad.json").write_text('{"hypotheses": ["a"], "references": ["a"], "beta": 99}', encoding="utf-8")
-    code, out, _ = run(capsys, "request", str(tmp_path / "bad.json"))
+    bad = write(tmp_path / "bad.json", '{"hypotheses": ["a"], "references": ["a"], "beta": 99}')
+    code, out, _ = run(capsys, "request", bad)
     assert code == 1
     assert json.loads(out) == {"error": {"code": "invalid_input", "field": "beta",
                                          "message": "beta: must be an integer from 1 to 16, got 99"}}
-    (tmp_path / "junk.json").write_text("{not json", encoding="utf-8")
-    code, out, _ = run(capsys, "request", str(tmp_path / "junk.json"))
+    code, out, _ = run(capsys, "request", write(tmp_path / "junk.json", "{not json"))
     assert code == 1 and json.loads(out)["error"]["field"] is None
 
 
-def test_invoke_prints_the_handler_response_for_an_event_file_like_sam_local_invoke(capsys):
-    event_path = ROOT / "events" / "http-v2-valid.json"
-    code, out, _ = run(capsys, "invoke", str(event_path))
-    expected = json.loads((ROOT / "events" / "http-v2-valid.expected.json").read_text(encoding="utf-8"))
-    assert code == 0 and local_lambda.comparable(json.loads(out)) == expected
+def test_request_with_a_lone_surrogate_key_prints_a_deliverable_error(capsys, tmp_path):
+    path = write(tmp_path / "r.json", '{"\\ud800": 1, "hypotheses": ["a"], "references": ["a"]}')
+    code, out, _ = run(capsys, "request", path)
+    assert code == 1 and json.loads(out)["error"]["field"] == "\\ud800"
+    out.encode("utf-8")
 
 
-def test_invoke_reports_a_direct_invoke_error_as_lambda_does(capsys):
-    code, out, _ = run(capsys, "invoke", str(ROOT / "events" / "direct-invoke-invalid.json"))
-    assert code == 0 and json.loads(out)["errorType"] == "InvalidInputError"
+def test_request_reads_at_most_the_api_payload_limit(capsys, monkeypatch):
+    from chrf_components_cli import local_lambda
+
+    monkeypatch.setattr(local_lambda, "API_GATEWAY_PAYLOAD_LIMIT", 1000)
+    code, out, err = run(capsys, "request", "/dev/zero")
+    assert code == 2 and out == "" and "larger than 1000 bytes" in err and err.count("\n") == 1
+
+
+def test_request_from_unbounded_standard_input_stops_at_the_limit():
+    completed = subprocess.run(f"head -c 11000000 /dev/zero | {CONSOLE_SCRIPT} request -", shell=True,
+                               capture_output=True, text=True, timeout=60, check=False)
+    assert completed.returncode == 2 and "larger than 10485760 bytes" in completed.stderr
+    assert "Traceback" not in completed.stderr
+
+
+def test_invoke_prints_exactly_what_the_handler_returns_for_an_event_file(capsys, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    for name in ("http-v2-valid", "rest-v1-valid", "direct-invoke-invalid", "stepfunctions-task"):
+        code, out, _ = run(capsys, "invoke", ROOT / "events" / f"{name}.json")
+        expected = json.loads((ROOT / "events" / f"{name}.expected.json").read_text(encoding="utf-8"))
+        assert code == 0 and json.loads(out) == expected, name
+
+
+def test_invoke_names_the_templates_functions_when_asked_for_another(capsys, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    code, out, err = run(capsys, "invoke", ROOT / "events" / "direct-invoke.json", "--function", "Nope")
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert "no function Nope in the template; it has ChrfComponentsFunction, MergeReportFunction, " \
+           "ScoreBatchFunction" in err
+
+
+def test_invoke_and_serve_without_a_template_say_where_they_looked(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for argv in (["invoke", ROOT / "events" / "direct-invoke.json"], ["serve", "--port", "0"]):
+        code, _, err = run(capsys, *argv)
+        assert code == 2 and f"no template.yaml in {tmp_path}" in err and "--template PATH" in err
+    code, _, err = run(capsys, "invoke", ROOT / "events" / "direct-invoke.json", "--template", tmp_path / "x.yaml")
+    assert code == 2 and "--template" in err and "no such file" in err
+
+
+def test_invoke_finds_the_template_given_with_template_from_anywhere(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = run(capsys, "invoke", ROOT / "events" / "direct-invoke.json", "--template", ROOT / "template.yaml")
+    assert code == 0 and json.loads(out)["score"] == "25.000000"
 
 
 def test_installed_console_script_runs_request_from_standard_input():
@@ -170,32 +278,8 @@ def test_installed_console_script_runs_request_from_standard_input():
     assert json.loads(completed.stdout) == example["output"]
 
 
-class _Collector(HTMLParser):
-    def __init__(self):
-        super().__init__()
-        self.tags, self.text, self.external = [], [], []
-
-    def handle_starttag(self, tag, attrs):
-        self.tags.append((tag, dict(attrs)))
-        for name, value in attrs:
-            if name in ("src", "href") and value and not value.startswith("#"):
-                self.external.append(value)
-
-    def handle_data(self, data):
-        self.text.append(data)
-
-
-def test_html_report_is_self_contained_with_a_chart_and_the_table(capsys, tmp_path):
-    target = tmp_path / "report.html"
-    code, _, err = run(capsys, "score", str(HYP_EN), str(REF_EN), "--word-order", "2", "--html", str(target))
-    assert code == 0 and f"wrote {target}" in err
-    parser = _Collector()
-    parser.feed(target.read_text(encoding="utf-8"))
-    text = "".join(parser.text)
-    assert parser.external == [] and not any(tag in ("script", "link", "img") for tag, _ in parser.tags)
-    bars = [attrs for tag, attrs in parser.tags if tag == "rect" and attrs.get("class")]
-    assert len(bars) == 3 * 8  # precision, recall and F for each of the 8 orders
-    assert {attrs["class"] for attrs in bars} == {"precision", "recall", "f_score"}
-    assert "chrF2++ = 54.948318" in text
-    assert len([tag for tag, _ in parser.tags if tag == "tr"]) == 1 + 8
-    assert "word 2 f_score: 0.3286" in text
+def test_a_closed_pipe_ends_quietly(tmp_path):
+    hyp, ref, _ = corpus(tmp_path, 2000)
+    completed = subprocess.run(f"{CONSOLE_SCRIPT} segments {hyp} {ref} | head -n 1", shell=True,
+                               capture_output=True, text=True, timeout=60, check=False)
+    assert completed.stdout.startswith("1\t") and "Traceback" not in completed.stderr

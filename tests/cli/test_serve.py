@@ -1,15 +1,23 @@
-"""`chrf-components serve`: real HTTP over loopback, and schemathesis against the OpenAPI document."""
+"""`chrf-components serve`: real HTTP over loopback, schemathesis against the OpenAPI document, and the HTTP/1.1
+front door under what careless or hostile clients send."""
 
 import http.client
+import io
 import json
+import socket
+import sys
 import threading
+import time
 
 import pytest
 import schemathesis
-from chrf_components_cli.server import make_server
 from hypothesis import HealthCheck, settings
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 from support import CONTRACT, ROOT
+
+from chrf_components_cli import server as server_module
+from chrf_components_cli.main import main
+from chrf_components_cli.server import make_server
 
 OPENAPI_PATH = ROOT / "spec" / "openapi.json"
 OPENAPI = json.loads(OPENAPI_PATH.read_text(encoding="utf-8"))
@@ -18,13 +26,18 @@ schema = schemathesis.openapi.from_path(str(OPENAPI_PATH))
 
 
 @pytest.fixture(scope="module")
-def base_url():
-    server = make_server("127.0.0.1", 0)
+def running():
+    server = make_server("127.0.0.1", 0, ROOT / "template.yaml", workers=2)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
+    yield server
     server.shutdown()
     server.server_close()
+
+
+@pytest.fixture(scope="module")
+def base_url(running):
+    return f"http://127.0.0.1:{running.server_address[1]}"
 
 
 def request(base_url, method, path, body=None, headers=None):
@@ -35,6 +48,21 @@ def request(base_url, method, path, body=None, headers=None):
     data = response.read()
     connection.close()
     return response.status, dict(response.getheaders()), json.loads(data)
+
+
+def raw_exchange(running, data, shut_write=False, read_timeout=10.0):
+    """Send raw bytes; return everything the server sends back until it closes (or the read times out)."""
+    with socket.create_connection(running.server_address, timeout=read_timeout) as connection:
+        connection.sendall(data)
+        if shut_write:
+            connection.shutdown(socket.SHUT_WR)
+        chunks = []
+        try:
+            while chunk := connection.recv(65536):
+                chunks.append(chunk)
+        except TimeoutError:
+            chunks.append(b"<still open>")
+        return b"".join(chunks)
 
 
 def test_serve_answers_a_valid_request_with_the_contract_output(base_url):
@@ -73,3 +101,106 @@ def test_serve_conforms_to_the_openapi_document(case, base_url):
     # segment counts, total UTF-8 size, lone surrogates, char_order and word_order not both 0), and the document
     # declares the 400 they produce. No 5xx, and every response matches its declared schema.
     case.call_and_validate(base_url=base_url, excluded_checks=[positive_data_acceptance])
+
+
+# ---- the front door -------------------------------------------------------------------------------------------
+
+
+def post(length_header, body=b"", extra=b""):
+    return (f"POST {EXECUTE} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n".encode()
+            + length_header + extra + b"\r\n" + body)
+
+
+def status_of(response):
+    return int(response.split(b" ", 2)[1]) if response.startswith(b"HTTP/1.1 ") else None
+
+
+@pytest.mark.parametrize("value", [b"abc", b"1e3", b"-1", b"+5", b" 5x", b"0x10"])
+def test_a_content_length_that_is_not_a_number_of_bytes_is_a_400_and_the_connection_closes(running, value):
+    response = raw_exchange(running, post(b"Content-Length: " + value + b"\r\n", b'{"a": 1}'))
+    assert status_of(response) == 400 and b"Connection: close" in response
+    assert not response.endswith(b"<still open>")
+
+
+def test_two_different_content_lengths_are_a_400(running):
+    response = raw_exchange(running, post(b"Content-Length: 2\r\nContent-Length: 3\r\n", b"{}x"))
+    assert status_of(response) == 400
+
+
+def test_a_body_shorter_than_declared_is_a_400_and_is_not_scored(running):
+    body = json.dumps({"hypotheses": ["a"], "references": ["a"]}).encode()
+    response = raw_exchange(running, post(f"Content-Length: {len(body) + 50}\r\n".encode(), body), shut_write=True)
+    assert status_of(response) == 400 and b"body ended after" in response and b"score" not in response
+
+
+def test_a_body_over_the_limit_is_refused_unread_and_never_parsed_as_a_request(running, monkeypatch):
+    log = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", log)
+    smuggled = b"GET /SECRET-TRANSLATION HTTP/1.1\r\nHost: x\r\n\r\n"
+    response = raw_exchange(running, post(b"Content-Length: 20000000\r\n", smuggled + b"x" * 1000))
+    assert status_of(response) == 413 and response.count(b"HTTP/1.1 ") == 1 and b"Connection: close" in response
+    time.sleep(0.2)
+    assert "SECRET" not in log.getvalue()
+
+
+def test_chunked_bodies_are_refused_with_411(running):
+    response = raw_exchange(running, post(b"Transfer-Encoding: chunked\r\n", b"2\r\n{}\r\n0\r\n\r\n"))
+    assert status_of(response) == 411 and b"Connection: close" in response
+
+
+def test_control_characters_from_the_path_are_escaped_in_the_log(running, monkeypatch):
+    log = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", log)
+    raw_exchange(running, b"GET /a\x1b[31mred\x07 HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n"
+                          b"Connection: close\r\n\r\n")
+    time.sleep(0.2)
+    text = log.getvalue()
+    assert "\x1b" not in text and "\x07" not in text and "\\x1b[31mred\\x07" in text
+
+
+def test_a_slow_client_does_not_hold_up_the_others(running, base_url):
+    with socket.create_connection(running.server_address, timeout=10) as slow:
+        slow.sendall(post(b"Content-Length: 100\r\n", b'{"hypo'))  # and then nothing, for a while
+        started = time.monotonic()
+        status, _, _ = request(base_url, "POST", EXECUTE, json.dumps({"hypotheses": ["a"], "references": ["a"]}))
+        assert status == 200 and time.monotonic() - started < 5
+
+
+def test_requests_run_side_by_side_in_separate_function_workers(running, base_url):
+    results = []
+
+    def one():
+        results.append(request(base_url, "POST", EXECUTE, json.dumps({"hypotheses": ["a b"] * 200,
+                                                                      "references": ["a c"] * 200}))[0])
+
+    threads = [threading.Thread(target=one) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert results == [200] * 6
+
+
+def test_an_idle_connection_is_closed_after_the_connection_timeout(running, monkeypatch):
+    monkeypatch.setattr(server_module.LambdaProxy, "timeout", 0.5)
+    started = time.monotonic()
+    response = raw_exchange(running, b"POST " + EXECUTE.encode() + b" HTTP/1.1\r\n", read_timeout=10)
+    assert not response.endswith(b"<still open>") and time.monotonic() - started < 5
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["serve", "--port", "99999"], "port must be 0..65535, got 99999"),
+    (["serve", "--port", "http"], "not a port number"),
+])
+def test_an_invalid_port_is_one_line_on_stderr_with_exit_code_2(capsys, monkeypatch, argv, message):
+    monkeypatch.chdir(ROOT)
+    code = main(argv)
+    err = capsys.readouterr().err
+    assert code == 2 and message in err and err.count("\n") == 1
+
+
+def test_a_port_in_use_is_one_line_on_stderr_with_exit_code_2(capsys, running, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    code = main(["serve", "--port", str(running.server_address[1]), "--workers", "1"])
+    err = capsys.readouterr().err
+    assert code == 2 and "cannot listen on 127.0.0.1:" in err and err.count("\n") == 1, err

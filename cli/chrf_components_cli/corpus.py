@@ -1,0 +1,150 @@
+"""Scoring line-aligned files of any size through the layer: corpus counts, and optionally every segment's score.
+
+Counts are sums over segments, so the files are read and counted chunk by chunk (lines.py) and the chunk counts
+summed: memory is bounded by a chunk. The command line calls the layer directly, so no request limit applies (a
+line may be longer than a request could be); the service keeps the contract's limits.
+"""
+
+from __future__ import annotations
+
+import heapq
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import TextIO
+
+import chrf_core
+
+from .lines import LineFile, aligned_chunks, progress_size
+
+HISTOGRAM_BINS = 20  # segment scores in steps of 5 points
+
+
+@dataclass
+class Facts:
+    """What the diagnosis needs to know beyond the counts."""
+
+    segments: int = 0
+    empty_hypotheses: int = 0
+    empty_references: int = 0
+    identical: int = 0
+    unspaced: int = 0  # non-empty segments whose hypothesis or reference has no whitespace: one word
+
+
+@dataclass(order=True)
+class Segment:
+    """One segment's score, with its texts (kept only for the worst few)."""
+
+    score: Fraction
+    line: int
+    hypothesis: str = field(compare=False, default="")
+    reference: str = field(compare=False, default="")
+
+
+@dataclass
+class CorpusResult:
+    counts: chrf_core.Counts
+    facts: Facts
+    histogram: list[int] | None = None
+    worst: list[Segment] = field(default_factory=list)
+
+
+def segment_orders(rows: memoryview, index: int, width: int) -> list[tuple[int, int, int]]:
+    """One segment's (hypothesis, reference, matching) per order from the kernel's per-segment rows."""
+    base = index * width
+    return [(rows[k], rows[k + 1], rows[k + 2]) for k in range(base, base + width, 3)]
+
+
+class WorstSegments:
+    """The ``size`` lowest-scoring segments seen so far (earlier lines first among equal scores)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.heap: list[tuple[Fraction, int, Segment]] = []  # max-heap on (score, line) through negation
+
+    def offer(self, score: Fraction, line: int, hypothesis: str, reference: str) -> None:
+        if not self.size:
+            return
+        if len(self.heap) < self.size:
+            heapq.heappush(self.heap, (-score, -line, Segment(score, line, hypothesis, reference)))
+        elif (-score, -line) > self.heap[0][:2]:
+            heapq.heapreplace(self.heap, (-score, -line, Segment(score, line, hypothesis, reference)))
+
+    def lowest_first(self) -> list[Segment]:
+        return sorted(entry[2] for entry in self.heap)
+
+
+def score_files(
+    hypothesis_file: LineFile,
+    reference_file: LineFile,
+    settings: chrf_core.Settings,
+    per_segment: bool = False,
+    worst: int = 0,
+    progress: Callable[[int], None] | None = None,
+) -> CorpusResult:
+    """Corpus counts of two line-aligned files; with ``per_segment``, a histogram of segment scores and the
+    ``worst`` lowest-scoring segments too."""
+    width = 3 * (settings.char_order + settings.word_order)
+    totals = [0] * width
+    facts = Facts()
+    histogram = [0] * HISTOGRAM_BINS
+    lowest = WorstSegments(worst)
+    for hypotheses, references in aligned_chunks([hypothesis_file, reference_file]):
+        first = facts.segments + 1
+        _observe(facts, hypotheses, references)
+        if per_segment:
+            rows = chrf_core.segment_rows(hypotheses, references, settings)
+            for index in range(len(hypotheses)):
+                orders = segment_orders(rows, index, width)
+                for k, (hyp, ref, match) in enumerate(orders):
+                    totals[3 * k] += hyp
+                    totals[3 * k + 1] += ref
+                    totals[3 * k + 2] += match
+                score = chrf_core.exact_score(settings, orders)
+                histogram[min(HISTOGRAM_BINS - 1, int(score * HISTOGRAM_BINS / 100))] += 1
+                lowest.offer(score, first + index, hypotheses[index], references[index])
+        else:
+            for k, triple in enumerate(chrf_core.count_segments(hypotheses, references, settings).orders):
+                for j in range(3):
+                    totals[3 * k + j] += triple[j]
+        if progress:
+            progress(facts.segments)
+    summed = tuple((totals[k], totals[k + 1], totals[k + 2]) for k in range(0, width, 3))
+    return CorpusResult(chrf_core.Counts(settings, facts.segments, summed), facts,
+                        histogram if per_segment else None, lowest.lowest_first())
+
+
+def _observe(facts: Facts, hypotheses: list[str], references: list[str]) -> None:
+    facts.segments += len(hypotheses)
+    for hypothesis, reference in zip(hypotheses, references):
+        if not hypothesis:
+            facts.empty_hypotheses += 1
+        if not reference:
+            facts.empty_references += 1
+        if hypothesis == reference:
+            facts.identical += 1
+        elif (hypothesis and len(hypothesis.split()) == 1) or (reference and len(reference.split()) == 1):
+            facts.unspaced += 1
+
+
+def progress_printer(files: list[LineFile], stream: TextIO | None = None) -> Callable[[int], None] | None:
+    """A progress line on stderr, only when stderr is a terminal (never in logs or pipes)."""
+    out = stream or sys.stderr
+    if not out.isatty():
+        return None
+    total = progress_size(files)
+
+    def show(segments: int) -> None:
+        done = sum(file.offset for file in files)
+        share = f" ({100 * done / total:.0f}%)" if total else ""
+        out.write(f"\rscored {segments} segments{share}")
+        out.flush()
+
+    return show
+
+
+def finish_progress(progress: Callable[[int], None] | None) -> None:
+    if progress:
+        sys.stderr.write("\r\x1b[K")
+        sys.stderr.flush()

@@ -1,0 +1,347 @@
+"""What a researcher does after scoring: segment scores, the worst segments, comparing systems, the HTML report."""
+
+import json
+import random
+import xml.etree.ElementTree as ElementTree
+from fractions import Fraction
+from html.parser import HTMLParser
+
+import chrf_core
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from support import ROOT, SEGMENT_TEXT, settings_strategy
+
+from chrf_components_cli import render
+from chrf_components_cli.main import main
+
+DATA = ROOT / "tests" / "data" / "popovic"
+HYP_EN, REF_EN = DATA / "example.hyp.en", DATA / "example.ref.en"
+
+
+def run(capsys, *argv):
+    code = main([str(arg) for arg in argv])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def write_lines(path, texts):
+    path.write_text("".join(text + "\n" for text in texts), encoding="utf-8")
+    return path
+
+
+def flags(request_settings):
+    out = ["--char-order", request_settings["char_order"], "--word-order", request_settings["word_order"],
+           "--beta", request_settings["beta"], "--averaging", request_settings["averaging"]]
+    out += ["--lowercase"] if request_settings["lowercase"] else []
+    return out + (["--include-whitespace"] if request_settings["include_whitespace"] else [])
+
+
+LINE_TEXT = SEGMENT_TEXT.map(lambda text: text.replace("\n", " ").replace("\r", " ").lstrip("\ufeff"))
+
+
+def segments_output(argv):
+    import contextlib
+    import io
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main([str(arg) for arg in argv]) == 0
+    return out.getvalue().splitlines()
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.lists(st.tuples(LINE_TEXT, LINE_TEXT), min_size=1, max_size=60), settings_strategy())
+def test_segment_scores_equal_scoring_each_segment_alone_through_the_layer(tmp_path_factory, pairs, request_settings):
+    folder = tmp_path_factory.mktemp("segments")
+    hyp = write_lines(folder / "h", [h for h, _ in pairs])
+    ref = write_lines(folder / "r", [r for _, r in pairs])
+    rows = segments_output(["segments", hyp, ref, *flags(request_settings)])
+    assert len(rows) == len(pairs)
+    for number, (row, (h, r)) in enumerate(zip(rows, pairs), start=1):
+        expected = chrf_core.score({"hypotheses": [h], "references": [r], **request_settings})["score"]
+        assert row == f"{number}\t{expected}"
+
+
+def test_segments_prints_line_tab_score_for_thousands_of_generated_lines(capsys, tmp_path):
+    rng = random.Random(9)
+    alphabet = list("abcdeé中 ,.(😀") + ["the", " cat", " sat"]
+    pairs = [("".join(rng.choice(alphabet) for _ in range(rng.randint(0, 30))),
+              "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 30)))) for _ in range(3000)]
+    hyp = write_lines(tmp_path / "h", [h for h, _ in pairs])
+    ref = write_lines(tmp_path / "r", [r for _, r in pairs])
+    for request_settings in ({"word_order": 2}, {"char_order": 3, "lowercase": True, "averaging": "per_order_f"}):
+        argv = [f"--{key.replace('_', '-')}" if value is True else f"--{key.replace('_', '-')}={value}"
+                for key, value in request_settings.items()]
+        code, out, err = run(capsys, "segments", hyp, ref, *argv)
+        assert code == 0 and err == ""
+        rows = out.splitlines()
+        assert len(rows) == 3000
+        for number, (row, (h, r)) in enumerate(zip(rows, pairs), start=1):
+            expected = chrf_core.score({"hypotheses": [h], "references": [r], **request_settings})["score"]
+            assert row == f"{number}\t{expected}"
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.lists(st.tuples(LINE_TEXT, LINE_TEXT), min_size=1, max_size=30), settings_strategy())
+def test_segments_json_lines_are_each_segments_contract_output_plus_its_line(tmp_path_factory, pairs, request_settings):
+    folder = tmp_path_factory.mktemp("json")
+    hyp = write_lines(folder / "h", [h for h, _ in pairs])
+    ref = write_lines(folder / "r", [r for _, r in pairs])
+    rows = segments_output(["segments", hyp, ref, "--json", *flags(request_settings)])
+    assert len(rows) == len(pairs)
+    for number, (line, (h, r)) in enumerate(zip(rows, pairs), start=1):
+        request = {"hypotheses": [h], "references": [r], **request_settings}
+        assert json.loads(line) == {"line": number, **chrf_core.score(request)}
+
+
+def test_worst_segments_come_lowest_first_with_unmatched_words_in_brackets(capsys):
+    code, out, _ = run(capsys, "segments", HYP_EN, REF_EN, "--word-order", "2", "--worst", "3")
+    assert code == 0
+    assert "signature: chrf-components:1.0.0|chrF2++|" in out
+    blocks = out.split("\nline ")[1:]
+    assert len(blocks) == 3
+    scores = [float(block.split("score ")[1].split("\n")[0]) for block in blocks]
+    everything = sorted(float(line.split("\t")[1]) for line in
+                        _segment_rows(capsys, "segments", HYP_EN, REF_EN, "--word-order", "2"))
+    assert scores == everything[:3]
+    assert blocks[0].startswith("3\tscore 21.547010")
+    assert "[The] most [sad] is" in blocks[0] and "\x1b[" not in out
+
+
+def _segment_rows(capsys, *argv):
+    code, out, _ = run(capsys, *argv)
+    assert code == 0
+    return out.splitlines()
+
+
+def test_unmatched_words_are_clipped_like_word_unigrams_and_coloured_on_a_terminal():
+    marked_h, marked_r = render.marked_tokens("the cat the cat", "The cat sat", lowercase=True)
+    assert marked_h == [("the", True), ("cat", True), ("the", False), ("cat", False)]
+    assert marked_r == [("The", True), ("cat", True), ("sat", False)]
+    assert render.marked_text(marked_r, colour=True) == "The cat \x1b[31msat\x1b[0m"
+    assert render.marked_text(marked_r, colour=False) == "The cat [sat]"
+
+
+# ---- compare ------------------------------------------------------------------------------------------------
+
+
+def systems(tmp_path, count=1200):
+    """A baseline of real MT output, a much worse system, a slightly worse one and an identical copy."""
+    rng = random.Random(4)
+    pairs = []
+    for language in ("en", "cs", "ru"):
+        hyps = (DATA / f"example.hyp.{language}").read_text(encoding="utf-8").splitlines()
+        refs = (DATA / f"example.ref.{language}").read_text(encoding="utf-8").splitlines()
+        pairs += zip(hyps, refs)
+    chosen = [pairs[rng.randrange(len(pairs))] for _ in range(count)]
+
+    def drop(text, share):
+        words = text.split()
+        kept = [word for word in words if rng.random() > share]
+        return " ".join(kept or words[:1])
+
+    texts = {
+        "ref": [r for _, r in chosen],
+        "base": [h for h, _ in chosen],
+        "worse": [drop(h, 0.35) for h, _ in chosen],
+        "slightly": [drop(h, 0.02) for h, _ in chosen],
+    }
+    texts["copy"] = list(texts["base"])
+    return {name: write_lines(tmp_path / f"{name}.txt", lines) for name, lines in texts.items()}, texts
+
+
+def test_compare_scores_are_the_corpus_scores_and_its_p_values_separate_clear_cases(capsys, tmp_path):
+    files, texts = systems(tmp_path)
+    code, out, err = run(capsys, "compare", files["ref"], files["base"], files["worse"], files["copy"], "--json")
+    assert code == 0, err
+    result = json.loads(out)
+    assert result["baseline"] == str(files["base"]) and result["signature"].startswith("chrf-components:1.0.0|")
+    names = [system["name"] for system in result["systems"]]
+    assert names == [str(files["base"]), str(files["worse"]), str(files["copy"])]
+    for system, key in zip(result["systems"], ("base", "worse", "copy")):
+        assert system["score"] == _corpus_score(texts[key], texts["ref"])
+        low, high = system["ci"]
+        assert low <= float(system["score"]) <= high
+    base, worse, copy = result["systems"]
+    assert base["p_value"] is None and base["delta"] is None
+    assert worse["p_value"] < 0.05 and worse["delta"] < -5
+    assert copy["p_value"] == 1.0 and copy["delta"] == 0.0
+
+
+def _corpus_score(hypotheses, references):
+    counts = chrf_core.count_segments(hypotheses, references, chrf_core.Settings())
+    return chrf_core.build_report(counts)["score"]
+
+
+def test_compare_with_the_same_seed_gives_the_same_numbers_and_another_seed_other_intervals(capsys, tmp_path):
+    files, _ = systems(tmp_path, 300)
+    argv = ["compare", files["ref"], files["base"], files["slightly"], "--json", "--bootstrap", "200"]
+    first, second = run(capsys, *argv)[1], run(capsys, *argv)[1]
+    other = run(capsys, *argv, "--seed", "7")[1]
+    assert first == second and json.loads(first)["systems"][1]["ci"] != json.loads(other)["systems"][1]["ci"]
+
+
+def test_compare_p_values_agree_with_sacrebleus_paired_bootstrap_and_randomization(capsys, tmp_path):
+    from sacrebleu.metrics import CHRF
+    from sacrebleu.significance import PairedTest
+
+    files, texts = systems(tmp_path, 800)
+    for method, ours_flag in (("bs", []), ("ar", ["--randomization", "2000"])):
+        _, out, _ = run(capsys, "compare", files["ref"], files["base"], files["slightly"], files["worse"],
+                        "--json", *ours_flag)
+        ours = json.loads(out)["systems"]
+        named = [("base", texts["base"]), ("slightly", texts["slightly"]), ("worse", texts["worse"])]
+        test = PairedTest(named, {"chrF": CHRF()}, references=[texts["ref"]], test_type=method,
+                          n_samples=2000 if method == "ar" else 1000)
+        _, results = test()
+        theirs = next(value for key, value in results.items() if key != "System")
+        for our, their in zip(ours[1:], theirs[1:]):
+            assert our["p_value"] == pytest.approx(their.p_value, abs=0.03), (method, our, their)
+            assert float(our["score"]) == pytest.approx(their.score, abs=1e-4)
+        if method == "bs":
+            for our, their in zip(ours, theirs):  # sacreBLEU reports mean +- half the same percentile interval
+                assert (our["ci"][1] - our["ci"][0]) / 2 == pytest.approx(their.ci, abs=0.02)
+
+
+def test_compare_prints_a_table_with_intervals_deltas_and_marks(capsys, tmp_path):
+    files, _ = systems(tmp_path, 300)
+    code, out, _ = run(capsys, "compare", files["ref"], files["base"], files["worse"], files["copy"],
+                       "--bootstrap", "300")
+    assert code == 0
+    rows = {line.split()[0]: line for line in out.splitlines() if line.startswith("  /")}
+    assert rows[str(files["worse"])].rstrip().endswith("*") and not rows[str(files["copy"])].rstrip().endswith("*")
+    assert "95% CI" in out and "p-value" in out and "signature: chrf-components:1.0.0|" in out
+
+
+def test_vectorised_resampled_scores_equal_exact_corpus_scores(tmp_path):
+    from chrf_components_cli import compare
+
+    hyps, refs = _texts(60)
+    for averaging in ("precision_recall", "per_order_f"):
+        request_settings = chrf_core.Settings(word_order=2, beta=3, averaging=averaging)
+        rows = np.frombuffer(chrf_core.segment_rows(hyps, refs, request_settings), dtype=np.int64).reshape(60, -1)
+        picks = np.random.default_rng(1).integers(0, 60, size=(20, 60))
+        stats = np.stack([rows[pick].sum(axis=0) for pick in picks]).astype(np.float64)
+        vectorised = compare.corpus_scores(request_settings, stats)
+        for pick, score in zip(picks, vectorised):
+            counts = chrf_core.count_segments([hyps[i] for i in pick], [refs[i] for i in pick], request_settings)
+            assert score == pytest.approx(float(Fraction(chrf_core.build_report(counts)["score_fraction"])), abs=1e-9)
+
+
+def _texts(count):
+    rng = random.Random(2)
+    words = ["the", "cat", "sat", "on", "a", "mat", "dog", "ran", ",", "."]
+    hyps = [" ".join(rng.choice(words) for _ in range(rng.randint(0, 12))) for _ in range(count)]
+    refs = [" ".join(rng.choice(words) for _ in range(rng.randint(1, 12))) for _ in range(count)]
+    return hyps, refs
+
+
+# ---- HTML ---------------------------------------------------------------------------------------------------
+
+
+class Page(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.tags, self.text, self.external, self.svgs, self._svg = [], [], [], [], None
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append((tag, dict(attrs)))
+        for name, value in attrs:
+            if name in ("src", "href") and value and not value.startswith("#"):
+                self.external.append(value)
+
+    def handle_data(self, data):
+        self.text.append(data)
+
+
+def svg_documents(html_text):
+    """Each inline SVG as an element tree (they are well-formed XML)."""
+    out, start = [], 0
+    while (begin := html_text.find("<svg", start)) >= 0:
+        end = html_text.index("</svg>", begin) + len("</svg>")
+        out.append(ElementTree.fromstring(html_text[begin:end]))
+        start = end
+    return out
+
+
+def assert_inside_viewbox(svg):
+    """Every text and shape lies within the drawing (text extents estimated generously, as render places them)."""
+    _, _, width, height = (float(v) for v in svg.get("viewBox").split())
+    namespace = "{http://www.w3.org/2000/svg}"
+    for element in svg.iter():
+        tag = element.tag.replace(namespace, "")
+        a = {key: float(value) for key, value in element.attrib.items()
+             if key in ("x", "y", "width", "height", "x1", "x2", "y1", "y2", "cx", "cy", "r", "font-size")}
+        if tag == "rect":
+            boxes = [(a["x"], a["y"], a["x"] + a["width"], a["y"] + a["height"])]
+        elif tag == "line":
+            boxes = [(min(a["x1"], a["x2"]), min(a["y1"], a["y2"]), max(a["x1"], a["x2"]), max(a["y1"], a["y2"]))]
+        elif tag == "circle":
+            boxes = [(a["cx"] - a["r"], a["cy"] - a["r"], a["cx"] + a["r"], a["cy"] + a["r"])]
+        elif tag == "text":
+            size, length = a.get("font-size", 12), render.text_width(element.text or "", int(a.get("font-size", 12)))
+            anchor = element.get("text-anchor", "start")
+            left = a["x"] - {"start": 0, "middle": length / 2, "end": length}[anchor]
+            boxes = [(left, a["y"] - size, left + length, a["y"] + 0.3 * size)]
+        else:
+            continue
+        for x0, y0, x1, y1 in boxes:
+            assert x0 >= 0 and x1 <= width and y0 >= 0 and y1 <= height, (tag, element.attrib, element.text,
+                                                                          width, height)
+
+
+def test_score_html_is_self_contained_names_both_files_and_keeps_every_drawing_inside_its_box(capsys, tmp_path):
+    target = tmp_path / "report.html"
+    code, _, err = run(capsys, "score", HYP_EN, REF_EN, "--word-order", "2", "--html", target)
+    assert code == 0 and f"wrote {target}" in err
+    text = target.read_text(encoding="utf-8")
+    page = Page()
+    page.feed(text)
+    assert page.external == [] and not any(tag in ("script", "link", "img", "iframe") for tag, _ in page.tags)
+    body = "".join(page.text)
+    assert str(HYP_EN) in body and str(REF_EN) in body and "chrF2++ = 54.948318" in body
+    assert "chrf-components:1.0.0|chrF2++|nc:6|nw:2" in body
+    bars = [attrs for tag, attrs in page.tags if tag == "rect" and attrs.get("class")]
+    assert len(bars) == 3 * 8 and {attrs["class"] for attrs in bars} == {"precision", "recall", "f_score"}
+    assert "word 2 F: 0.3286" in body
+    assert "histogram of segment scores" in text and "lowest-scoring segments" in body
+    assert "<mark>sad</mark>" in text
+    assert '<meta name="viewport"' in text
+    svgs = svg_documents(text)
+    assert len(svgs) == 2
+    for svg in svgs:
+        assert_inside_viewbox(svg)
+
+
+@pytest.mark.parametrize("orders", [(1, 0), (10, 4), (0, 1)])
+def test_the_order_chart_fits_its_box_for_any_number_of_orders(orders):
+    report = chrf_core.score({"hypotheses": ["a b c d"], "references": ["a b"], "char_order": orders[0],
+                              "word_order": orders[1]})
+    assert_inside_viewbox(ElementTree.fromstring(render.order_chart(report)))
+
+
+def test_compare_html_shows_systems_with_intervals_inside_the_drawing(capsys, tmp_path):
+    files, _ = systems(tmp_path, 300)
+    target = tmp_path / "compare.html"
+    code, _, _ = run(capsys, "compare", files["ref"], files["base"], files["worse"], files["copy"],
+                     "--bootstrap", "200", "--html", target)
+    assert code == 0
+    text = target.read_text(encoding="utf-8")
+    page = Page()
+    page.feed(text)
+    assert page.external == []
+    body = "".join(page.text)
+    for name in ("base.txt", "worse.txt", "copy.txt", "ref.txt"):
+        assert name in body
+    svgs = svg_documents(text)
+    assert len(svgs) == 1
+    assert_inside_viewbox(svgs[0])
+    assert len(svgs[0].findall(".//{http://www.w3.org/2000/svg}circle")) == 3
+
+
+def test_html_dash_writes_the_page_to_standard_output(capsys):
+    code, out, err = run(capsys, "score", HYP_EN, REF_EN, "--html", "-")
+    assert code == 0 and out.startswith("<!DOCTYPE html>") and out.rstrip().endswith("</html>") and err == ""
+    assert not (ROOT / "-").exists()
