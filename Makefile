@@ -5,20 +5,36 @@ VENV := .venv
 BIN := $(VENV)/bin
 SAM_VENV := .venv-sam
 SAM := $(SAM_VENV)/bin/sam
-# sam build runs the python3.13 builder, which needs python3.13 on PATH; pyenv keeps one here.
+ARM64_PYTHON := .cache/arm64-python
+# sam build runs the python3.13 builder, which needs python3.13 on PATH; pyenv keeps one here. Its headers are
+# the ones the arm64 kernel is compiled against (pinned, so the layer is byte-identical from build to build).
 PY313_DIR := $(shell d=$$(ls -d $${PYENV_ROOT:-$$HOME/.pyenv}/versions/3.13*/bin 2>/dev/null | tail -n 1); \
 	[ -n "$$d" ] && echo "$$d" || dirname "$$(command -v python3.13 2>/dev/null || echo /nonexistent/python3.13)")
+KERNEL_SOURCE := layers/chrf_core/native/kernel.c
+HOST_KERNEL := layers/chrf_core/chrf_core/_kernel.abi3.so
 export AWS_DEFAULT_REGION ?= us-east-1
 export AWS_REGION ?= $(AWS_DEFAULT_REGION)
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: setup setup-sam run test unit lint build bench clean
+.PHONY: setup setup-dev setup-sam kernel run test lint build arm64-python bench clean
 
-setup: $(VENV)/.installed
-$(VENV)/.installed: requirements-dev.txt pyproject.toml
+# What running needs: the runtime dependencies and the command line (with the host's native kernel).
+setup: $(VENV)/.installed kernel
+$(VENV)/.installed: requirements.txt pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -r requirements-dev.txt -e .
+	$(BIN)/pip install -q -r requirements.txt -e .
+	touch $@
+
+# The native kernel, rebuilt in place whenever its source changes (optional: without a compiler, Python counts).
+kernel: $(VENV)/.installed
+	@if [ ! -f $(HOST_KERNEL) ] || [ $(KERNEL_SOURCE) -nt $(HOST_KERNEL) ]; then \
+		$(BIN)/python setup.py -q build_ext --inplace 2>&1 | grep -v -e '^running' -e '^copying' || true; fi
+
+# What testing needs on top: test tools, linters, sacreBLEU for the comparisons.
+setup-dev: $(VENV)/.installed-dev
+$(VENV)/.installed-dev: $(VENV)/.installed requirements-dev.txt
+	$(BIN)/pip install -q -r requirements-dev.txt
 	touch $@
 
 setup-sam: $(SAM_VENV)/.installed
@@ -38,22 +54,28 @@ run: setup
 		$(BIN)/chrf-components invoke $$event 2>/dev/null || exit 1; \
 	done
 
-lint: setup
+lint: setup-dev
 	$(BIN)/ruff check .
+	$(BIN)/mypy
 
 build: setup setup-sam
 	@[ -x "$(PY313_DIR)/python3.13" ] || { echo "sam build needs python3.13 on PATH (pyenv install 3.13)"; exit 1; }
-	PATH="$(PY313_DIR):$$PATH" $(SAM) build --template-file template.yaml
+	PATH="$(PY313_DIR):$$PATH" ZIG="$(abspath $(SAM_VENV))/bin/python -m ziglang" \
+		PYTHON_INCLUDE="$$($(PY313_DIR)/python3.13 -c 'import sysconfig; print(sysconfig.get_paths()["include"])')" \
+		$(SAM) build --template-file template.yaml
 
-unit: setup
-	$(BIN)/python -m pytest
+# An arm64 Python 3.13 from Debian's packages, to import the built layer under qemu (see tests/arm64/).
+arm64-python:
+	@tests/arm64/fetch-python.sh $(ARM64_PYTHON) || echo "could not fetch an arm64 Python: the arm64 layer test will say so"
 
-# The suite checks the template three ways (cfn-lint, sam validate, the built artifact), so build first.
-test: lint build
+# Everything, under both counting kernels: the suite with the native kernel (which must load), then the layer,
+# handler and pipeline tests again with the pure-Python kernel.
+test: lint build arm64-python
 	CHRF_REQUIRE_BUILD=1 $(BIN)/python -m pytest
+	CHRF_CORE_NATIVE=0 $(BIN)/python -m pytest -p no:randomly tests/unit tests/handler tests/pipeline
 
-bench: setup
+bench: setup-dev
 	$(BIN)/python tests/benchmark.py
 
 clean:
-	rm -rf $(VENV) $(SAM_VENV) .aws-sam .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) $(SAM_VENV) .aws-sam .cache .pytest_cache .ruff_cache .mypy_cache .hypothesis build $(HOST_KERNEL)

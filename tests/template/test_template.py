@@ -8,11 +8,11 @@ import subprocess
 import sys
 
 import pytest
-from chrf_components_cli import local_lambda
-from support import CONTRACT
+from support import CONTRACT, ROOT
 
-ROOT = local_lambda.REPO_ROOT
-TEMPLATE = local_lambda.load_template()
+from chrf_components_cli import local_lambda
+
+TEMPLATE = local_lambda.load_template(ROOT / "template.yaml")
 RESOURCES = TEMPLATE["Resources"]
 BUILD_DIR = ROOT / ".aws-sam" / "build"
 SAM = ROOT / ".venv-sam" / "bin" / "sam"
@@ -26,13 +26,15 @@ def needs(path: pathlib.Path, what: str) -> None:
         pytest.skip(f"{what} is missing (run `make test` or `make build`)")
 
 
-def test_layer_is_built_by_sam_python_builder_for_python313_arm64():
+def test_layer_is_built_by_its_makefile_for_python313_arm64():
     layer = RESOURCES["ChrfCoreLayer"]
     assert layer["Type"] == "AWS::Serverless::LayerVersion"
-    assert layer["Metadata"] == {"BuildMethod": "python3.13", "BuildArchitecture": "arm64"}
+    assert layer["Metadata"] == {"BuildMethod": "makefile", "BuildArchitecture": "arm64"}
     content = ROOT / layer["Properties"]["ContentUri"]
-    assert (content / "chrf_core" / "__init__.py").exists() and not (content / "python").exists()
+    assert (content / "chrf_core" / "__init__.py").exists() and (content / "native" / "kernel.c").exists()
+    assert "build-ChrfCoreLayer:" in (content / "Makefile").read_text(encoding="utf-8")
     assert layer["Properties"]["CompatibleArchitectures"] == ["arm64"]
+    assert layer["Properties"]["CompatibleRuntimes"] == [TEMPLATE["Globals"]["Function"]["Runtime"]]
 
 
 def test_function_runs_python313_on_arm64_with_the_layer_and_serves_the_contract_route():
@@ -66,7 +68,7 @@ def test_handler_module_is_loaded_from_the_templates_code_uri_and_layer(handler)
     module = sys.modules[handler.__module__]
     import chrf_core
 
-    code_dir, _, layer_dirs = local_lambda.function_paths(TEMPLATE, "ChrfComponentsFunction")
+    code_dir, _, layer_dirs = local_lambda.function_paths(TEMPLATE, "ChrfComponentsFunction", ROOT)
     assert code_dir in pathlib.Path(module.__file__).resolve().parents
     assert layer_dirs[0] in pathlib.Path(chrf_core.__file__).resolve().parents
 
@@ -108,15 +110,16 @@ def test_sam_build_artifact_imports_and_answers_like_the_source(event_name):
     event_path = ROOT / "events" / f"{event_name}.json"
     script = (
         "import json, sys; sys.path[:0] = [sys.argv[1], sys.argv[2], sys.argv[3]];"
-        "from chrf_components_cli.local_lambda import invoke, comparable;"
+        "from chrf_components_cli.local_lambda import invoke;"
         "import app, chrf_core;"
         "assert app.__file__.startswith(sys.argv[1]) and chrf_core.__file__.startswith(sys.argv[2]);"
         "result = invoke(app.lambda_handler, json.load(open(sys.argv[4], encoding='utf-8')));"
-        "print('RESULT ' + json.dumps(comparable(result)))"
+        "print('RESULT ' + json.dumps(result))"
     )
     env = {"PATH": os.environ.get("PATH", ""), "POWERTOOLS_METRICS_DISABLED": "true", "AWS_REGION": "us-east-1"}
     completed = subprocess.run(
-        [built_python(), "-I", "-c", script, str(function_dir), str(layer_dir), str(ROOT / "cli"), str(event_path)],
+        [built_python(), "-I", "-B", "-c", script, str(function_dir), str(layer_dir), str(ROOT / "cli"),
+         str(event_path)],
         capture_output=True, text=True, env=env, timeout=120, check=False,
     )
     assert completed.returncode == 0, completed.stderr
@@ -125,26 +128,69 @@ def test_sam_build_artifact_imports_and_answers_like_the_source(event_name):
     assert json.loads(line[len("RESULT ") :]) == expected
 
 
-@pytest.mark.parametrize(("logical_id", "attribute"), [("ScoreBatchFunction", "score_batch"),
-                                                       ("MergeReportFunction", "merge_report")])
-def test_sam_build_artifacts_of_the_pipeline_functions_import_their_handlers(logical_id, attribute):
+@pytest.mark.parametrize(("logical_id", "module"), [("ScoreBatchFunction", "score_batch"),
+                                                    ("MergeReportFunction", "merge_report")])
+def test_sam_build_artifacts_of_the_pipeline_functions_import_their_handlers(logical_id, module):
     function_dir, layer_dir = BUILD_DIR / logical_id, BUILD_DIR / "ChrfCoreLayer" / "python"
-    needs(function_dir / "pipeline.py", f"the sam build artifact of {logical_id}")
-    handler = RESOURCES[logical_id]["Properties"]["Handler"]
-    assert handler == f"pipeline.{attribute}"
+    needs(function_dir / f"{module}.py", f"the sam build artifact of {logical_id}")
+    assert RESOURCES[logical_id]["Properties"]["Handler"] == f"{module}.lambda_handler"
     # boto3 comes with the Lambda runtime, not the package: the merge function imports it only when it runs.
     script = (
-        "import sys; sys.path[:0] = [sys.argv[1], sys.argv[2], sys.argv[3]]; import pipeline;"
+        "import sys; sys.path[:0] = [sys.argv[1], sys.argv[2], sys.argv[3]];"
+        f"import {module}, score_batch;"
         "from chrf_components_cli.local_lambda import LambdaContext;"
-        f"assert callable(pipeline.{attribute}) and pipeline.__file__.startswith(sys.argv[1]);"
+        f"assert callable({module}.lambda_handler) and {module}.__file__.startswith(sys.argv[1]);"
         "item = {'hypothesis': 'a', 'reference': 'a'};"
         "batch = {'BatchInput': {'settings': {}}, 'Items': [{'line': 0, 'item': item}]};"
-        "print('RESULT', pipeline.score_batch(batch, LambdaContext())['counts']['orders'][0])"
+        "print('RESULT', score_batch.lambda_handler(batch, LambdaContext())['counts']['orders'][0])"
     )
     env = {"PATH": os.environ.get("PATH", ""), "POWERTOOLS_METRICS_DISABLED": "true", "AWS_REGION": "us-east-1"}
     completed = subprocess.run(
-        [built_python(), "-I", "-c", script, str(function_dir), str(layer_dir), str(ROOT / "cli")],
+        [built_python(), "-I", "-B", "-c", script, str(function_dir), str(layer_dir), str(ROOT / "cli")],
         capture_output=True, text=True, env=env, timeout=120, check=False,
     )
     assert completed.returncode == 0, completed.stderr
     assert "RESULT [1, 1, 1]" in completed.stdout
+
+
+# ---- the layer's native kernel, built for arm64 ------------------------------------------------------------------
+
+LAYER_KERNEL = BUILD_DIR / "ChrfCoreLayer" / "python" / "chrf_core" / "_kernel.abi3.so"
+ELF_MACHINE_AARCH64 = 183
+
+
+def test_sam_build_puts_an_aarch64_kernel_and_no_host_files_in_the_layer():
+    needs(LAYER_KERNEL, "the sam build artifact of the layer")
+    data = LAYER_KERNEL.read_bytes()
+    assert data[:4] == b"\x7fELF" and data[4] == 2  # 64-bit
+    assert int.from_bytes(data[18:20], "little") == ELF_MACHINE_AARCH64
+    package = LAYER_KERNEL.parent
+    assert sorted(p.name for p in package.iterdir() if p.suffix == ".so") == ["_kernel.abi3.so"]
+    assert not (package / "__pycache__").exists()
+    assert {p.name for p in package.glob("*.py")} == {
+        p.name for p in (ROOT / "layers" / "chrf_core" / "chrf_core").glob("*.py")}
+
+
+def test_the_layer_kernel_needs_nothing_newer_than_the_runtimes_glibc_2_34():
+    needs(LAYER_KERNEL, "the sam build artifact of the layer")
+    versions = {tuple(int(part) for part in match.split(b".")) for match in
+                __import__("re").findall(rb"GLIBC_([0-9]+\.[0-9]+(?:\.[0-9]+)?)", LAYER_KERNEL.read_bytes())}
+    assert versions and max(versions) <= (2, 34), versions
+
+
+def test_the_layer_build_is_byte_identical_from_build_to_build(tmp_path):
+    needs(LAYER_KERNEL, "the sam build artifact of the layer")
+    zig = ROOT / ".venv-sam" / "bin" / "python"
+    needs(zig, "the build tools (.venv-sam, with ziglang)")
+    include = subprocess.run([built_python(), "-c", "import sysconfig; print(sysconfig.get_paths()['include'])"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    # Another folder, as sam build uses a fresh scratch folder each time.
+    source = tmp_path / "copy"
+    shutil.copytree(ROOT / "layers" / "chrf_core", source, ignore=shutil.ignore_patterns("*.so", "__pycache__"))
+    env = {**os.environ, "ARTIFACTS_DIR": str(tmp_path / "out"), "ZIG": f"{zig} -m ziglang",
+           "PYTHON_INCLUDE": include}
+    completed = subprocess.run(["make", "-s", "-C", str(source), "build-ChrfCoreLayer"], env=env,
+                               capture_output=True, text=True, timeout=300)
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    rebuilt = tmp_path / "out" / "python" / "chrf_core" / "_kernel.abi3.so"
+    assert rebuilt.read_bytes() == LAYER_KERNEL.read_bytes()
