@@ -1,83 +1,227 @@
-"""`make bench`: the layer against sacreBLEU on the same near-limit payloads, in one run, side by side.
+"""`make bench`: chrf-components against sacreBLEU 2.6, side by side in one run, rounds interleaved.
 
-Payloads: 256 segments of real MT output and references (English, Czech, Russian, Chinese, from the chrF++
-tool's examples), each side trimmed to 128 UTF-8 bytes so a request holds just under 65536 bytes of text.
-Figures are the best of several repeats (the least disturbed by other load on a shared machine).
+1. The whole Lambda handler (direct invoke: validation, counting, the exact report, logging and metrics) with
+   each counting kernel, against sacreBLEU's CHRF(...).corpus_score, on near-limit requests (256 segments, just
+   under 64 KB) of three kinds of data (tests/payloads.py): real MT, high overlap, low overlap.
+2. The worst case: the most expensive valid requests we can build, against a typical near-limit request of real
+   MT at the same settings, through the handler, with each kernel.
+3. The command line: `chrf-components score` against `sacrebleu -m chrf`, with peak memory (RSS).
+4. `chrf-components compare`: 3 systems x 3,000 segments x 1,000 bootstrap resamples.
+
+Times are the best of several interleaved rounds (the least disturbed by other load on a shared machine).
+`python tests/benchmark.py --quick` runs fewer rounds and smaller command-line corpora.
 """
 
 from __future__ import annotations
 
+import argparse
+import contextlib
+import io
+import os
 import pathlib
+import random
 import subprocess
 import sys
+import tempfile
+import time
 import timeit
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-DATA = ROOT / "tests" / "data" / "popovic"
-sys.path[:0] = [str(ROOT / "layers" / "chrf_core")]
+sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "cli"), str(ROOT / "layers" / "chrf_core")]
 
 import chrf_core  # noqa: E402
+import payloads  # noqa: E402
+from chrf_components_cli import local_lambda  # noqa: E402
 from sacrebleu.metrics import CHRF  # noqa: E402
 
 CONFIGURATIONS = [(6, 0), (6, 2), (10, 4)]
+BIN = pathlib.Path(sys.executable).parent
 
 
-def trim(text: str, limit: int) -> str:
-    encoded = text.encode("utf-8")[:limit]
-    return encoded.decode("utf-8", "ignore")
-
-
-def payload(segments: int = 256, side_bytes: int = 128) -> tuple[list[str], list[str]]:
-    pairs = []
-    for language in ("en", "cs", "ru", "zh"):
-        hyps = (DATA / f"example.hyp.{language}").read_text(encoding="utf-8").splitlines()
-        refs = (DATA / f"example.ref.{language}").read_text(encoding="utf-8").splitlines()
-        pairs += zip(hyps, refs)
-    chosen = [pairs[(i * 7) % len(pairs)] for i in range(segments)]
-    return [trim(h, side_bytes) for h, _ in chosen], [trim(r, side_bytes) for _, r in chosen]
-
-
-def best_seconds_side_by_side(first, second, rounds: int = 15, number: int = 3) -> tuple[float, float]:
-    """Best time per call of each function, alternating them so both see the same machine load."""
-    first_times, second_times = [], []
+def best_of(functions: dict[str, object], rounds: int, number: int) -> dict[str, float]:
+    """Best seconds per call of each function, calling them in turn each round so they share the machine's load."""
+    times: dict[str, list[float]] = {name: [] for name in functions}
     for _ in range(rounds):
-        first_times.append(timeit.timeit(first, number=number) / number)
-        second_times.append(timeit.timeit(second, number=number) / number)
-    return min(first_times), min(second_times)
+        for name, function in functions.items():
+            times[name].append(timeit.timeit(function, number=number) / number)  # type: ignore[arg-type]
+    return {name: min(values) for name, values in times.items()}
 
 
-def import_milliseconds(module: str) -> float:
-    """Best of 5 fresh interpreters: the time `import module` takes, with the layer and function as Lambda lays them."""
-    code = f"import time; t = time.perf_counter(); import {module}; print((time.perf_counter() - t) * 1000)"
+def with_kernel(kernel: str, function):  # type: ignore[no-untyped-def]
+    from chrf_core import counting
+
+    def call():  # type: ignore[no-untyped-def]
+        previous, counting.KERNEL = counting.KERNEL, kernel
+        try:
+            return function()
+        finally:
+            counting.KERNEL = previous
+
+    return call
+
+
+def quiet_handler():  # type: ignore[no-untyped-def]
+    """The API function loaded as Lambda loads it, its logs and metrics written to nowhere."""
+    handler = local_lambda.load_handler(template_path=ROOT / "template.yaml")
+    sink = open(os.devnull, "w")  # noqa: SIM115 (lives as long as the process)
+    sys.modules["observability"].logger.registered_handler.stream = sink
+
+    def invoke(request):  # type: ignore[no-untyped-def]
+        with contextlib.redirect_stdout(sink):
+            return handler(request, local_lambda.LambdaContext())
+
+    return invoke
+
+
+def handler_table(invoke, rounds: int) -> dict[tuple[str, int, int], float]:  # type: ignore[no-untyped-def]
+    kernels = sorted(chrf_core.KERNELS, reverse=True)  # python, then native if built
+    print("1. The handler (direct invoke) against sacreBLEU corpus_score, near-limit requests\n")
+    header = f"{'data':<14}{'config':<9}{'sacreBLEU':>11}" + "".join(f"{k:>11}{'speed-up':>10}" for k in kernels)
+    print(header + "\n" + "-" * len(header))
+    typical: dict[tuple[str, int, int], float] = {}
+    for kind in payloads.KINDS:
+        hypotheses, references = payloads.near_limit(kind)
+        for char_order, word_order in CONFIGURATIONS:
+            request = {"hypotheses": hypotheses, "references": references, "char_order": char_order,
+                       "word_order": word_order}
+            metric = CHRF(char_order=char_order, word_order=word_order)
+            functions = {"sacreBLEU": lambda metric=metric: metric.corpus_score(hypotheses, [references])}
+            for kernel in kernels:
+                functions[kernel] = with_kernel(kernel, lambda request=request: invoke(request))
+            best = best_of(functions, rounds, 3)
+            row = f"{kind:<14}{f'c{char_order} w{word_order}':<9}{best['sacreBLEU'] * 1000:>9.1f}ms"
+            for kernel in kernels:
+                row += f"{best[kernel] * 1000:>9.2f}ms{best['sacreBLEU'] / best[kernel]:>9.1f}x"
+                if kind == "real":
+                    typical[(kernel, char_order, word_order)] = best[kernel]
+            print(row)
+    return typical
+
+
+def worst_case_table(invoke, typical, rounds: int) -> None:  # type: ignore[no-untyped-def]
+    kernels = sorted(chrf_core.KERNELS, reverse=True)
+    print("\n2. The most expensive valid requests, against a typical real-MT request at the same settings\n")
+    header = f"{'request':<66}" + "".join(f"{k:>11}{'vs typ.':>9}" for k in kernels)
+    print(header + "\n" + "-" * len(header))
+    for name, request in payloads.adversarial().items():
+        settings = (request.get("char_order", 6), request.get("word_order", 0))
+        if (kernels[0], *settings) not in typical:  # time a typical request at exactly these settings too
+            hypotheses, references = payloads.near_limit("real")
+            plain = {"hypotheses": hypotheses, "references": references, "char_order": settings[0],
+                     "word_order": settings[1]}
+            for kernel in kernels:
+                typical[(kernel, *settings)] = best_of({"t": with_kernel(kernel, lambda: invoke(plain))}, rounds, 3)["t"]
+        best = best_of({k: with_kernel(k, lambda request=request: invoke(request)) for k in kernels}, rounds, 1)
+        row = f"{name:<66}"
+        for kernel in kernels:
+            row += f"{best[kernel] * 1000:>9.1f}ms{best[kernel] / typical[(kernel, *settings)]:>8.1f}x"
+        print(row)
+
+
+def corpus_files(folder: pathlib.Path, segments: int) -> tuple[pathlib.Path, pathlib.Path]:
+    """Line-aligned files of real MT output and references, varied so that no two segments repeat exactly."""
+    rng = random.Random(1)
+    pairs = payloads.real_pairs()
+    hyp, ref = folder / f"{segments}.hyp", folder / f"{segments}.ref"
+    with hyp.open("w", encoding="utf-8") as h, ref.open("w", encoding="utf-8") as r:
+        for index in range(segments):
+            hypothesis, reference = pairs[rng.randrange(len(pairs))]
+            h.write(f"{hypothesis} {index % 997}\n")
+            r.write(f"{reference} {index % 991}\n")
+    return hyp, ref
+
+
+def measure(argv: list[str], timeout: float) -> tuple[float, float] | None:
+    """Wall seconds and peak RSS (MB) of a command, or None if it ran out of time."""
+    started = time.perf_counter()
+    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = started + timeout
+    while True:
+        pid, status, usage = os.wait4(process.pid, os.WNOHANG)
+        if pid:
+            if status:
+                raise RuntimeError(f"{argv[0]} failed with status {status}")
+            return time.perf_counter() - started, usage.ru_maxrss / 1024
+        if time.perf_counter() > deadline:
+            process.kill()
+            os.wait4(process.pid, 0)
+            return None
+        time.sleep(0.02)
+
+
+def command_line_table(sizes: list[int], sacrebleu_limit: int, timeout: float) -> None:
+    print("\n3. Command line: chrf-components score against sacrebleu -m chrf (chrF++), real MT data\n")
+    header = f"{'segments':>10}{'chrf-components':>22}{'sacreBLEU':>22}{'speed-up':>10}"
+    print(header + "\n" + "-" * len(header))
+    with tempfile.TemporaryDirectory() as folder:
+        for segments in sizes:
+            hyp, ref = corpus_files(pathlib.Path(folder), segments)
+            ours = measure([str(BIN / "chrf-components"), "score", str(hyp), str(ref), "--word-order", "2"], timeout)
+            theirs = None
+            if segments <= sacrebleu_limit:
+                theirs = measure([str(BIN / "sacrebleu"), str(ref), "-i", str(hyp), "-m", "chrf", "--chrf-word-order",
+                                  "2", "-b"], timeout)
+            ours_text = f"{ours[0]:8.1f} s {ours[1]:7.0f} MB" if ours else "timed out"
+            theirs_text = f"{theirs[0]:8.1f} s {theirs[1]:7.0f} MB" if theirs else (
+                "not run" if segments > sacrebleu_limit else "timed out")
+            ratio = f"{theirs[0] / ours[0]:9.1f}x" if ours and theirs else ""
+            print(f"{segments:>10}{ours_text:>22}{theirs_text:>22}{ratio:>10}")
+            hyp.unlink()
+            ref.unlink()
+
+
+def compare_timing(rounds: int) -> None:
+    print("\n4. compare: 3 systems x 3,000 segments x 1,000 bootstrap resamples (paired bootstrap)\n")
+    from chrf_components_cli.main import main
+
+    rng = random.Random(4)
+    pairs = payloads.real_pairs()
+    chosen = [pairs[rng.randrange(len(pairs))] for _ in range(3000)]
+    with tempfile.TemporaryDirectory() as folder:
+        paths = []
+        for name, texts in (("ref", [r for _, r in chosen]), ("base", [h for h, _ in chosen]),
+                            ("a", [" ".join(h.split()[1:]) for h, _ in chosen]),
+                            ("b", [h.replace("e", "é") for h, _ in chosen])):
+            path = pathlib.Path(folder) / name
+            path.write_text("\n".join(texts) + "\n", encoding="utf-8")
+            paths.append(str(path))
+        best = float("inf")
+        for _ in range(rounds):
+            started = time.perf_counter()
+            with contextlib.redirect_stdout(io.StringIO()):
+                main(["compare", *paths, "--word-order", "2"])
+            best = min(best, time.perf_counter() - started)
+        whole = measure([str(BIN / "chrf-components"), "compare", *paths, "--word-order", "2"], 120)
+    print(f"  in-process best of {rounds}: {best:.2f} s; as a command (interpreter start included): "
+          f"{whole[0]:.2f} s, {whole[1]:.0f} MB" if whole else "  timed out")
+
+
+def import_times() -> None:
+    code = "import time; t = time.perf_counter(); import {module}; print((time.perf_counter() - t) * 1000)"
     path = f"{ROOT / 'functions' / 'chrf_components'}:{ROOT / 'layers' / 'chrf_core'}"
-    runs = [
-        float(subprocess.check_output([sys.executable, "-c", code], env={"PYTHONPATH": path}, text=True))
-        for _ in range(5)
-    ]
-    return min(runs)
+    print("\n5. Cold start: import time in a fresh interpreter (best of 5)\n")
+    for module, what in (("chrf_core", "the layer"), ("app", "the API handler, Powertools Logger and Metrics")):
+        runs = [float(subprocess.check_output([sys.executable, "-c", code.format(module=module)],
+                                              env={"PYTHONPATH": path}, text=True)) for _ in range(5)]
+        print(f"  import {module:<10} {min(runs):6.1f} ms  ({what})")
 
 
 def main() -> None:
-    hypotheses, references = payload()
-    text_bytes = sum(len(t.encode("utf-8")) for t in hypotheses + references)
-    print(f"payload: {len(hypotheses)} segments, {text_bytes} UTF-8 bytes of text (en, cs, ru, zh)")
-    print(f"python {sys.version.split()[0]}; best of 15 alternating rounds x 3 calls each\n")
-    print(f"{'config':<12}{'chrf_core ms':>14}{'sacreBLEU ms':>14}{'speed-up':>10}  score (both)")
-    for char_order, word_order in CONFIGURATIONS:
-        request = {"hypotheses": hypotheses, "references": references,
-                   "char_order": char_order, "word_order": word_order}
-        metric = CHRF(char_order=char_order, word_order=word_order)
-        ours, theirs = best_seconds_side_by_side(
-            lambda request=request: chrf_core.score(request),
-            lambda metric=metric: metric.corpus_score(hypotheses, [references]),
-        )
-        our_score = chrf_core.score(request)["score"]
-        their_score = metric.corpus_score(hypotheses, [references]).score
-        label = f"c{char_order} w{word_order}"
-        print(f"{label:<12}{ours * 1000:>14.2f}{theirs * 1000:>14.2f}{theirs / ours:>9.2f}x  "
-              f"{our_score} / {their_score:.6f}")
-    print(f"\nimport chrf_core (the layer):   {import_milliseconds('chrf_core'):6.1f} ms (best of 5, fresh)")
-    print(f"import app (handler + layer):  {import_milliseconds('app'):6.1f} ms (Powertools Logger and Metrics)")
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer rounds, smaller command-line corpora")
+    args = parser.parse_args()
+    rounds = 3 if args.quick else 9
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores; kernels: {', '.join(sorted(chrf_core.KERNELS))};"
+          f" best of {rounds} interleaved rounds\n")
+    if "native" not in chrf_core.KERNELS:
+        print(f"(native kernel not loaded: {chrf_core.KERNEL_ERROR}; run make setup)\n")
+    invoke = quiet_handler()
+    typical = handler_table(invoke, rounds)
+    worst_case_table(invoke, typical, rounds)
+    sizes = [10_000, 100_000] if args.quick else [100_000, 1_000_000]
+    command_line_table(sizes, sacrebleu_limit=100_000, timeout=1800)
+    compare_timing(3 if args.quick else 5)
+    import_times()
 
 
 if __name__ == "__main__":

@@ -79,6 +79,7 @@ def adversarial() -> dict[str, dict]:
     random.Random(5).shuffle(shuffled)
     letters = random.Random(11)
     near = "".join(letters.choice("abcdefghij") for _ in range(half))
+    twice = near[: half // 2] * 2  # every n-gram at least twice on each side: no n-gram is ever unique
     return {
         "one character against filler + run (c10)": {
             "hypotheses": ["a" * half], "references": ["!" * (half - 10) + "a" * 10], "char_order": 10,
@@ -89,6 +90,10 @@ def adversarial() -> dict[str, dict]:
         },
         "near-identical long texts (c10 w4)": {
             "hypotheses": [near], "references": [near[: half - 1] + "!"], "char_order": 10, "word_order": 4,
+        },
+        "a random text twice against itself, one letter changed (c10 w4)": {
+            "hypotheses": [twice], "references": [twice[: half // 4] + "!" + twice[half // 4 + 1 :]],
+            "char_order": 10, "word_order": 4,
         },
         "a b a b ... both sides (c10 w4)": {
             "hypotheses": [run], "references": [run[:-2] + "c "], "char_order": 10, "word_order": 4,

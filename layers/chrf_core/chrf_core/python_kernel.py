@@ -64,41 +64,71 @@ def add_orders(units_h: Sequence[str], units_r: Sequence[str], joiner: str, out:
         grams_h, grams_r = list(units_h), list(units_r)
     positions_h: list[int] | range = range(length_h)
     positions_r: list[int] | range = range(length_r)
-    may_repeat = True
+    paired = [0] * (orders + 2)  # difference array: matches of settled unique pairs per order
     for n in range(1, orders + 1):
         if n > 1:
             grams_h = _extend(grams_h, positions_h, units_h, n, length_h)
             grams_r = _extend(grams_r, positions_r, units_r, n, length_r)
             positions_h, positions_r = positions_h[: len(grams_h)], positions_r[: len(grams_r)]
             if not grams_h or not grams_r:
-                return
-        if may_repeat:
-            counts_h, counts_r = Counter(grams_h), Counter(grams_r)
-            common = counts_h.keys() & counts_r.keys()
-            if not common:
-                return
-            distinct_h, distinct_r = len(counts_h) == len(grams_h), len(counts_r) == len(grams_r)
-            if distinct_h or distinct_r:
-                matches = len(common)
-            else:  # sum of min(a, b) as (a + b - |a - b|) / 2, all in C
-                in_h, in_r = list(map(counts_h.__getitem__, common)), list(map(counts_r.__getitem__, common))
-                matches = (sum(in_h) + sum(in_r) - sum(map(abs, map(sub, in_h, in_r)))) // 2
-            may_repeat = not (distinct_h and distinct_r)  # no repeated n-gram: none of any higher order either
-            shared_h, shared_r = counts_r.__contains__, counts_h.__contains__
-        else:
-            set_h, set_r = set(grams_h), set(grams_r)
-            matches = len(set_h & set_r)
-            if not matches:
-                return
-            shared_h, shared_r = set_r.__contains__, set_h.__contains__
+                break
+        counts_h, counts_r = Counter(grams_h), Counter(grams_r)
+        common = counts_h.keys() & counts_r.keys()
+        if not common:
+            break
+        distinct_h, distinct_r = len(counts_h) == len(grams_h), len(counts_r) == len(grams_r)
+        if distinct_h or distinct_r:
+            matches = len(common)
+        else:  # sum of min(a, b) as (a + b - |a - b|) / 2, all in C
+            in_h, in_r = list(map(counts_h.__getitem__, common)), list(map(counts_r.__getitem__, common))
+            matches = (sum(in_h) + sum(in_r) - sum(map(abs, map(sub, in_h, in_r)))) // 2
         out[offset + 3 * (n - 1) + 2] += matches
         if n == orders:
-            return
-        keep_h, keep_r = list(map(shared_h, grams_h)), list(map(shared_r, grams_r))
+            break
+        if distinct_h and distinct_r:  # every shared n-gram is a unique pair: settle them all, and done
+            _settle(common, grams_h, positions_h, grams_r, positions_r, units_h, units_r, n, orders, paired)
+            break
+        shared = common
+        if 2 * len(counts_h) > len(grams_h):  # mostly distinct: worth settling the unique pairs now
+            unique = {gram for gram in common if counts_h[gram] == 1 and counts_r[gram] == 1}
+            if unique:
+                _settle(unique, grams_h, positions_h, grams_r, positions_r, units_h, units_r, n, orders, paired)
+                shared = common - unique
+        keep_h, keep_r = list(map(shared.__contains__, grams_h)), list(map(shared.__contains__, grams_r))
         if not all(keep_h):
             positions_h, grams_h = list(compress(positions_h, keep_h)), list(compress(grams_h, keep_h))
         if not all(keep_r):
             positions_r, grams_r = list(compress(positions_r, keep_r)), list(compress(grams_r, keep_r))
+        if not grams_h or not grams_r:
+            break
+    running = 0
+    for n in range(2, orders + 1):
+        running += paired[n]
+        out[offset + 3 * (n - 1) + 2] += running
+
+
+def _settle(pairs: set[str], grams_h: Sequence[str], positions_h: Sequence[int], grams_r: Sequence[str],
+            positions_r: Sequence[int], units_h: Sequence[str], units_r: Sequence[str], n: int, orders: int,
+            paired: list[int]) -> None:
+    """Unique pairs (an n-gram once on each side): no other position can share their longer n-grams, so each
+    pair matches at every higher order for as long as the two sequences continue alike. Counted into ``paired``
+    (a difference array over orders) by comparing what follows them, instead of hashing them order by order."""
+    where_h, where_r = dict(zip(grams_h, positions_h)), dict(zip(grams_r, positions_r))
+    span = orders - n
+    for gram in pairs:
+        i, j = where_h[gram] + n, where_r[gram] + n
+        after_h, after_r = units_h[i : i + span], units_r[j : j + span]
+        if after_h == after_r:
+            same = len(after_h)
+        else:
+            same = 0
+            for unit_h, unit_r in zip(after_h, after_r):
+                if unit_h != unit_r:
+                    break
+                same += 1
+        if same:
+            paired[n + 1] += 1
+            paired[n + 1 + same] -= 1
 
 
 def add_character_orders_short_reference(hypothesis: str, reference: str, out: list[int], orders: int) -> None:

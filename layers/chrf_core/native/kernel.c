@@ -46,6 +46,7 @@ typedef struct {
     uint32_t *cls[2];   /* class id of the n-gram starting at each position */
     uint32_t *alive[2]; /* positions that can still match */
     uint32_t *count[2]; /* occurrences of each class on each side */
+    uint32_t *partner;  /* the last reference position seen in each class */
     size_t side_capacity;
     Slot *table;
     TokenSlot *tokens;
@@ -56,6 +57,12 @@ typedef struct {
 } Work;
 
 static uint64_t hash_seed = 0x243F6A8885A308D3ull;
+
+/* Kept between calls (the GIL serialises them), so repeated requests reuse warm memory instead of allocating and
+   clearing tables each time; given back when a call needed more than KEEP_UNITS per side. */
+#define KEEP_UNITS (1u << 18)
+static Work shared_work;
+static int shared_work_busy = 0;
 
 static inline uint64_t mix64(uint64_t x) {
     x ^= hash_seed;
@@ -101,6 +108,7 @@ static int reserve(Work *work, size_t longer, size_t keys) {
                 grow((void **)&work->count[side], 2 * capacity, sizeof(uint32_t)))
                 return -1;
         }
+        if (grow((void **)&work->partner, 2 * capacity, sizeof(uint32_t))) return -1;
         work->side_capacity = capacity;
     }
     size_t slots = 16;
@@ -123,8 +131,10 @@ static void release(Work *work) {
         PyMem_Free(work->alive[side]);
         PyMem_Free(work->count[side]);
     }
+    PyMem_Free(work->partner);
     PyMem_Free(work->table);
     PyMem_Free(work->tokens);
+    memset(work, 0, sizeof *work);
 }
 
 /* A fresh, empty table for keys of a segment whose sides hold `keys` units together. */
@@ -204,12 +214,17 @@ static size_t tokenize(Work *work, int side, size_t length, uint32_t *tokens) {
  * Add the counts of orders 1..orders for one segment to out[3 * (n - 1) + {0, 1, 2}] (hypothesis n-grams,
  * reference n-grams, clipped matches). units[side] hold the sequences, cls[side] their order-1 classes, which
  * are dense ids below `classes`.
+ *
+ * A class with exactly one position on each side is a unique pair: no other position can ever share its longer
+ * n-grams, so the pair matches at each higher order for as long as the two sequences continue alike. Such pairs
+ * are settled by comparing units directly and leave the tables, which keeps long, near-identical texts cheap.
  */
 static void count_orders(Work *work, size_t length_h, size_t length_r, uint32_t classes, int orders, int64_t *out) {
     const uint32_t *units_h = work->units[0], *units_r = work->units[1];
     uint32_t *cls_h = work->cls[0], *cls_r = work->cls[1];
     uint32_t *alive_h = work->alive[0], *alive_r = work->alive[1];
-    uint32_t *count_h = work->count[0], *count_r = work->count[1];
+    uint32_t *count_h = work->count[0], *count_r = work->count[1], *partner = work->partner;
+    int64_t paired[MAX_ORDERS + 2] = {0}; /* difference array: matches of unique pairs per order */
     for (int n = 1; n <= orders; n++) {
         out[3 * (n - 1)] += length_h >= (size_t)n ? (int64_t)(length_h - n + 1) : 0;
         out[3 * (n - 1) + 1] += length_r >= (size_t)n ? (int64_t)(length_r - n + 1) : 0;
@@ -220,40 +235,55 @@ static void count_orders(Work *work, size_t length_h, size_t length_r, uint32_t 
         return;
     }
     size_t alive_count_h = length_h, alive_count_r = length_r;
-    for (int n = 1;; n++) {
+    int n = 1;
+    for (;; n++) {
         memset(count_h, 0, classes * sizeof(uint32_t));
         memset(count_r, 0, classes * sizeof(uint32_t));
         if (n == 1) {
             for (size_t i = 0; i < length_h; i++) count_h[cls_h[i]]++;
-            for (size_t j = 0; j < length_r; j++) count_r[cls_r[j]]++;
+            for (size_t j = 0; j < length_r; j++) {
+                count_r[cls_r[j]]++;
+                partner[cls_r[j]] = (uint32_t)j;
+            }
         } else {
             for (size_t k = 0; k < alive_count_h; k++) count_h[cls_h[alive_h[k]]]++;
-            for (size_t k = 0; k < alive_count_r; k++) count_r[cls_r[alive_r[k]]]++;
+            for (size_t k = 0; k < alive_count_r; k++) {
+                uint32_t j = alive_r[k];
+                count_r[cls_r[j]]++;
+                partner[cls_r[j]] = j;
+            }
         }
         int64_t matches = 0;
         for (uint32_t c = 0; c < classes; c++) matches += count_h[c] < count_r[c] ? count_h[c] : count_r[c];
         out[3 * (n - 1) + 2] += matches;
-        if (matches == 0 || n == orders) return;
-        /* Keep the positions whose n-gram occurs on both sides and that have room for one more unit. */
+        if (matches == 0 || n == orders) break;
+        /* Keep the positions whose n-gram occurs on both sides and that have room for one more unit; settle the
+           unique pairs by comparing what follows them. */
         size_t kept_h = 0, kept_r = 0;
-        if (n == 1) {
-            for (size_t i = 0; i + 1 < length_h; i++)
-                if (count_r[cls_h[i]]) alive_h[kept_h++] = (uint32_t)i;
-            for (size_t j = 0; j + 1 < length_r; j++)
-                if (count_h[cls_r[j]]) alive_r[kept_r++] = (uint32_t)j;
-        } else {
-            for (size_t k = 0; k < alive_count_h; k++) {
-                uint32_t i = alive_h[k];
-                if (i + (size_t)n < length_h && count_r[cls_h[i]]) alive_h[kept_h++] = i;
+        for (size_t k = 0; k < alive_count_h; k++) {
+            uint32_t i = n == 1 ? (uint32_t)k : alive_h[k];
+            uint32_t c = cls_h[i];
+            if (!count_r[c] || i + (size_t)n >= length_h) continue;
+            if (count_h[c] == 1 && count_r[c] == 1) {
+                size_t j = partner[c], same = 0;
+                while (n + (int)same < orders && i + n + same < length_h && j + n + same < length_r &&
+                       units_h[i + n + same] == units_r[j + n + same])
+                    same++;
+                paired[n + 1] += 1;
+                paired[n + 1 + same] -= 1;
+                continue;
             }
-            for (size_t k = 0; k < alive_count_r; k++) {
-                uint32_t j = alive_r[k];
-                if (j + (size_t)n < length_r && count_h[cls_r[j]]) alive_r[kept_r++] = j;
-            }
+            alive_h[kept_h++] = i;
+        }
+        for (size_t k = 0; k < alive_count_r; k++) {
+            uint32_t j = n == 1 ? (uint32_t)k : alive_r[k];
+            uint32_t c = cls_r[j];
+            if (!count_h[c] || j + (size_t)n >= length_r || (count_h[c] == 1 && count_r[c] == 1)) continue;
+            alive_r[kept_r++] = j;
         }
         alive_count_h = kept_h;
         alive_count_r = kept_r;
-        if (kept_h == 0 || kept_r == 0) return;
+        if (kept_h == 0 || kept_r == 0) break;
         new_generation(work, kept_h + kept_r);
         classes = 0;
         for (size_t k = 0; k < kept_h; k++) {
@@ -264,6 +294,11 @@ static void count_orders(Work *work, size_t length_h, size_t length_r, uint32_t 
             uint32_t j = alive_r[k];
             cls_r[j] = intern_pair(work, cls_r[j], units_r[j + n], &classes);
         }
+    }
+    int64_t running = 0;
+    for (int m = 2; m <= orders; m++) {
+        running += paired[m];
+        out[3 * (m - 1) + 2] += running;
     }
 }
 
@@ -384,25 +419,38 @@ static PyObject *count(PyObject *module, PyObject *args) {
     }
     int64_t totals[3 * MAX_ORDERS] = {0};
     int64_t segment[3 * MAX_ORDERS];
-    Work work;
-    memset(&work, 0, sizeof work);
-    for (Py_ssize_t index = 0; index < segments; index++) {
+    /* A sequence whose __getitem__ runs Python code could call back in: then this call gets its own buffers. */
+    Work own_work;
+    memset(&own_work, 0, sizeof own_work);
+    int shared = !shared_work_busy;
+    Work *work = shared ? &shared_work : &own_work;
+    shared_work_busy |= shared;
+    int failed = 0;
+    for (Py_ssize_t index = 0; index < segments && !failed; index++) {
         size_t lengths[2];
-        if (load_pair(&work, hypotheses, references, index, lengths) < 0) {
-            release(&work);
-            Py_XDECREF(rows);
-            return NULL;
+        if (load_pair(work, hypotheses, references, index, lengths) < 0) {
+            failed = 1;
+            break;
         }
         memset(segment, 0, row * sizeof(int64_t));
-        if (char_order) count_characters(&work, lengths[0], lengths[1], keep_whitespace, char_order, segment);
-        if (word_order) count_words(&work, lengths[0], lengths[1], word_order, segment + 3 * char_order);
+        if (char_order) count_characters(work, lengths[0], lengths[1], keep_whitespace, char_order, segment);
+        if (word_order) count_words(work, lengths[0], lengths[1], word_order, segment + 3 * char_order);
         if (per_segment) {
             memcpy(rows_data + row * (size_t)index, segment, row * sizeof(int64_t));
         } else {
             for (size_t k = 0; k < row; k++) totals[k] += segment[k];
         }
     }
-    release(&work);
+    if (shared) {
+        shared_work_busy = 0;
+        if (work->side_capacity > KEEP_UNITS) release(work);
+    } else {
+        release(work);
+    }
+    if (failed) {
+        Py_XDECREF(rows);
+        return NULL;
+    }
     if (per_segment) return rows;
     PyObject *result = PyTuple_New(orders);
     if (result == NULL) return NULL;
