@@ -16,7 +16,7 @@ export AWS_DEFAULT_REGION ?= us-east-1
 export AWS_REGION ?= $(AWS_DEFAULT_REGION)
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: setup setup-dev setup-sam kernel run test lint build arm64-python bench clean
+.PHONY: setup setup-dev setup-sam kernel run test lint build arm64-python bench sanitize clean
 
 # What running needs: the runtime dependencies and the command line (with the host's native kernel).
 setup: $(VENV)/.installed kernel
@@ -76,6 +76,15 @@ test: lint build arm64-python
 
 bench: setup-dev
 	$(BIN)/python tests/benchmark.py
+
+# The native kernel under AddressSanitizer and UndefinedBehaviorSanitizer (after changing kernel.c).
+sanitize: setup-dev
+	@rm -rf .cache/sanitize && mkdir -p .cache/sanitize/chrf_core && cp layers/chrf_core/chrf_core/*.py .cache/sanitize/chrf_core/
+	gcc -std=c99 -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined \
+		-fPIC -shared -DPy_LIMITED_API=0x030B0000 -I"$$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_paths()["include"])')" \
+		$(KERNEL_SOURCE) -o .cache/sanitize/chrf_core/_kernel.abi3.so
+	LD_PRELOAD="$$(gcc -print-file-name=libasan.so)" ASAN_OPTIONS=detect_leaks=0 \
+		$(BIN)/python tests/native/sanitize.py .cache/sanitize
 
 clean:
 	rm -rf $(VENV) $(SAM_VENV) .aws-sam .cache .pytest_cache .ruff_cache .mypy_cache .hypothesis build $(HOST_KERNEL)

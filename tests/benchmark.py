@@ -31,8 +31,9 @@ sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "cli"), str(ROOT / "layers" / "c
 
 import chrf_core  # noqa: E402
 import payloads  # noqa: E402
-from chrf_components_cli import local_lambda  # noqa: E402
 from sacrebleu.metrics import CHRF  # noqa: E402
+
+from chrf_components_cli import local_lambda  # noqa: E402
 
 CONFIGURATIONS = [(6, 0), (6, 2), (10, 4)]
 BIN = pathlib.Path(sys.executable).parent
@@ -85,7 +86,7 @@ def handler_table(invoke, rounds: int) -> dict[tuple[str, int, int], float]:  # 
             request = {"hypotheses": hypotheses, "references": references, "char_order": char_order,
                        "word_order": word_order}
             metric = CHRF(char_order=char_order, word_order=word_order)
-            functions = {"sacreBLEU": lambda metric=metric: metric.corpus_score(hypotheses, [references])}
+            functions = {"sacreBLEU": lambda metric=metric, h=hypotheses, r=references: metric.corpus_score(h, [r])}
             for kernel in kernels:
                 functions[kernel] = with_kernel(kernel, lambda request=request: invoke(request))
             best = best_of(functions, rounds, 3)
@@ -110,7 +111,8 @@ def worst_case_table(invoke, typical, rounds: int) -> None:  # type: ignore[no-u
             plain = {"hypotheses": hypotheses, "references": references, "char_order": settings[0],
                      "word_order": settings[1]}
             for kernel in kernels:
-                typical[(kernel, *settings)] = best_of({"t": with_kernel(kernel, lambda: invoke(plain))}, rounds, 3)["t"]
+                timed = {"typical": with_kernel(kernel, lambda plain=plain: invoke(plain))}
+                typical[(kernel, *settings)] = best_of(timed, rounds, 3)["typical"]
         best = best_of({k: with_kernel(k, lambda request=request: invoke(request)) for k in kernels}, rounds, 1)
         row = f"{name:<66}"
         for kernel in kernels:

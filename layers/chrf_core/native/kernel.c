@@ -23,6 +23,7 @@
 
 #define MAX_ORDERS 14
 #define NO_CLASS 0xFFFFFFFFu
+#define BRANCHES 0xFFFFFFFEu /* no unit or class id reaches these values */
 #define MAX_LENGTH 0x0FFFFFFFu /* code points per side of one segment: keeps every index and table size in 32 bits */
 
 typedef struct {
@@ -47,6 +48,8 @@ typedef struct {
     uint32_t *alive[2]; /* positions that can still match */
     uint32_t *count[2]; /* occurrences of each class on each side */
     uint32_t *partner;  /* the last reference position seen in each class */
+    uint32_t *next;     /* per class: the unit every member continues with, or BRANCHES */
+    uint32_t *renamed;  /* per class: its id at the next order when it does not branch */
     size_t side_capacity;
     Slot *table;
     TokenSlot *tokens;
@@ -108,7 +111,10 @@ static int reserve(Work *work, size_t longer, size_t keys) {
                 grow((void **)&work->count[side], 2 * capacity, sizeof(uint32_t)))
                 return -1;
         }
-        if (grow((void **)&work->partner, 2 * capacity, sizeof(uint32_t))) return -1;
+        if (grow((void **)&work->partner, 2 * capacity, sizeof(uint32_t)) ||
+            grow((void **)&work->next, 2 * capacity, sizeof(uint32_t)) ||
+            grow((void **)&work->renamed, 2 * capacity, sizeof(uint32_t)))
+            return -1;
         work->side_capacity = capacity;
     }
     size_t slots = 16;
@@ -132,6 +138,8 @@ static void release(Work *work) {
         PyMem_Free(work->count[side]);
     }
     PyMem_Free(work->partner);
+    PyMem_Free(work->next);
+    PyMem_Free(work->renamed);
     PyMem_Free(work->table);
     PyMem_Free(work->tokens);
     memset(work, 0, sizeof *work);
@@ -218,6 +226,8 @@ static size_t tokenize(Work *work, int side, size_t length, uint32_t *tokens) {
  * A class with exactly one position on each side is a unique pair: no other position can ever share its longer
  * n-grams, so the pair matches at each higher order for as long as the two sequences continue alike. Such pairs
  * are settled by comparing units directly and leave the tables, which keeps long, near-identical texts cheap.
+ * Likewise a class whose members all continue with the same unit stays one class at the next order: it is
+ * renamed without a table lookup, so repeated passages (a text twice over) cost no hashing either.
  */
 static void count_orders(Work *work, size_t length_h, size_t length_r, uint32_t classes, int orders, int64_t *out) {
     const uint32_t *units_h = work->units[0], *units_r = work->units[1];
@@ -258,7 +268,11 @@ static void count_orders(Work *work, size_t length_h, size_t length_r, uint32_t 
         out[3 * (n - 1) + 2] += matches;
         if (matches == 0 || n == orders) break;
         /* Keep the positions whose n-gram occurs on both sides and that have room for one more unit; settle the
-           unique pairs by comparing what follows them. */
+           unique pairs by comparing what follows them; note for each class whether its members all continue
+           with the same unit. */
+        uint32_t *next = work->next, *renamed = work->renamed;
+        memset(next, 0xFF, classes * sizeof(uint32_t));
+        memset(renamed, 0xFF, classes * sizeof(uint32_t));
         size_t kept_h = 0, kept_r = 0;
         for (size_t k = 0; k < alive_count_h; k++) {
             uint32_t i = n == 1 ? (uint32_t)k : alive_h[k];
@@ -273,12 +287,16 @@ static void count_orders(Work *work, size_t length_h, size_t length_r, uint32_t 
                 paired[n + 1 + same] -= 1;
                 continue;
             }
+            uint32_t unit = units_h[i + n];
+            next[c] = next[c] == NO_CLASS || next[c] == unit ? unit : BRANCHES;
             alive_h[kept_h++] = i;
         }
         for (size_t k = 0; k < alive_count_r; k++) {
             uint32_t j = n == 1 ? (uint32_t)k : alive_r[k];
             uint32_t c = cls_r[j];
             if (!count_h[c] || j + (size_t)n >= length_r || (count_h[c] == 1 && count_r[c] == 1)) continue;
+            uint32_t unit = units_r[j + n];
+            next[c] = next[c] == NO_CLASS || next[c] == unit ? unit : BRANCHES;
             alive_r[kept_r++] = j;
         }
         alive_count_h = kept_h;
@@ -286,13 +304,19 @@ static void count_orders(Work *work, size_t length_h, size_t length_r, uint32_t 
         if (kept_h == 0 || kept_r == 0) break;
         new_generation(work, kept_h + kept_r);
         classes = 0;
-        for (size_t k = 0; k < kept_h; k++) {
-            uint32_t i = alive_h[k];
-            cls_h[i] = intern_pair(work, cls_h[i], units_h[i + n], &classes);
-        }
-        for (size_t k = 0; k < kept_r; k++) {
-            uint32_t j = alive_r[k];
-            cls_r[j] = intern_pair(work, cls_r[j], units_r[j + n], &classes);
+        for (int side = 0; side < 2; side++) {
+            uint32_t *alive = side ? alive_r : alive_h, *cls = side ? cls_r : cls_h;
+            const uint32_t *units = side ? units_r : units_h;
+            size_t kept = side ? kept_r : kept_h;
+            for (size_t k = 0; k < kept; k++) {
+                uint32_t i = alive[k], c = cls[i];
+                if (next[c] != BRANCHES) {
+                    if (renamed[c] == NO_CLASS) renamed[c] = classes++;
+                    cls[i] = renamed[c];
+                } else {
+                    cls[i] = intern_pair(work, c, units[i + n], &classes);
+                }
+            }
         }
     }
     int64_t running = 0;
