@@ -20,6 +20,7 @@ import io
 import os
 import pathlib
 import random
+import resource
 import subprocess
 import sys
 import tempfile
@@ -134,21 +135,25 @@ def corpus_files(folder: pathlib.Path, segments: int) -> tuple[pathlib.Path, pat
 
 
 def measure(argv: list[str], timeout: float) -> tuple[float, float] | None:
-    """Wall seconds and peak RSS (MB) of a command, or None if it ran out of time."""
-    started = time.perf_counter()
-    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = started + timeout
-    while True:
-        pid, status, usage = os.wait4(process.pid, os.WNOHANG)
-        if pid:
-            if status:
-                raise RuntimeError(f"{argv[0]} failed with status {status}")
-            return time.perf_counter() - started, usage.ru_maxrss / 1024
-        if time.perf_counter() > deadline:
+    """Wall seconds and peak RSS (MB) of a command, or None if it ran out of time. GNU time reports the RSS when
+    it is installed: a child's own ru_maxrss can include the pages of this (large) process it was forked from."""
+    gnu_time = pathlib.Path("/usr/bin/time")
+    with tempfile.NamedTemporaryFile("r") as report:
+        prefix = [str(gnu_time), "-q", "-f", "%M", "-o", report.name] if gnu_time.exists() else []
+        started = time.perf_counter()
+        process = subprocess.Popen(prefix + argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            status = process.wait(timeout)
+        except subprocess.TimeoutExpired:
             process.kill()
-            os.wait4(process.pid, 0)
+            process.wait()
             return None
-        time.sleep(0.02)
+        elapsed = time.perf_counter() - started
+        if status:
+            raise RuntimeError(f"{argv[0]} failed with status {status}")
+        if prefix:
+            return elapsed, int(report.read().split()[-1]) / 1024
+    return elapsed, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
 
 
 def command_line_table(sizes: list[int], sacrebleu_limit: int, timeout: float) -> None:

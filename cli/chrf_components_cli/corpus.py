@@ -12,6 +12,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction
+from operator import eq, gt, or_
 from typing import TextIO
 
 import chrf_core
@@ -92,7 +93,7 @@ def score_files(
     lowest = WorstSegments(worst)
     for hypotheses, references in aligned_chunks([hypothesis_file, reference_file]):
         first = facts.segments + 1
-        _observe(facts, hypotheses, references)
+        _observe(facts, hypotheses, references, settings.word_order > 0)
         if per_segment:
             rows = chrf_core.segment_rows(hypotheses, references, settings)
             for index in range(len(hypotheses)):
@@ -115,17 +116,17 @@ def score_files(
                         histogram if per_segment else None, lowest.lowest_first())
 
 
-def _observe(facts: Facts, hypotheses: list[str], references: list[str]) -> None:
+def _observe(facts: Facts, hypotheses: list[str], references: list[str], words: bool) -> None:
+    """Count what the diagnosis needs, with C-level passes over the chunk (this runs on every line)."""
     facts.segments += len(hypotheses)
-    for hypothesis, reference in zip(hypotheses, references):
-        if not hypothesis:
-            facts.empty_hypotheses += 1
-        if not reference:
-            facts.empty_references += 1
-        if hypothesis == reference:
-            facts.identical += 1
-        elif (hypothesis and len(hypothesis.split()) == 1) or (reference and len(reference.split()) == 1):
-            facts.unspaced += 1
+    facts.empty_hypotheses += hypotheses.count("")
+    facts.empty_references += references.count("")
+    same = list(map(eq, hypotheses, references))
+    facts.identical += sum(same)
+    if words:  # only word orders care whether a text has spaces
+        one_h = map((1).__eq__, map(len, map(str.split, hypotheses)))
+        one_r = map((1).__eq__, map(len, map(str.split, references)))
+        facts.unspaced += sum(map(gt, map(or_, one_h, one_r), same))  # one word on a side, and not identical
 
 
 def progress_printer(files: list[LineFile], stream: TextIO | None = None) -> Callable[[int], None] | None:

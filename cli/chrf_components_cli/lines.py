@@ -1,7 +1,8 @@
 """Line-aligned text files read in step, chunk by chunk: memory bounded by a chunk, not by the corpus.
 
 Files are UTF-8 and split on ``\\n`` only (a trailing ``\\r`` is dropped, a byte order mark at the start is
-skipped), so texts holding U+2028 or U+0085 stay on their line. When one file ends before the others, the rest of
+skipped), so texts holding U+2028 or U+0085 stay on their line. A chunk is about CHUNK_BYTES of the first file
+and the same number of lines of the others, decoded at once. When one file ends before the others, the rest of
 the longer files is counted (not decoded) so the error can give every count, and a trailing blank line, the
 usual cause, is pointed out.
 """
@@ -11,10 +12,10 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterator
+from itertools import islice
 from typing import BinaryIO
 
-CHUNK_LINES = 4096
-CHUNK_CHARACTERS = 1 << 22
+CHUNK_BYTES = 1 << 20
 
 
 class InputError(Exception):
@@ -22,12 +23,12 @@ class InputError(Exception):
 
 
 class LineFile:
-    """One input file ('-' is standard input), read line by line."""
+    """One input file ('-' is standard input), read a chunk of lines at a time."""
 
     def __init__(self, name: str, label: str) -> None:
         self.name, self.label = name, label
-        self.lines = 0
-        self.offset = 0
+        self.lines = 0  # lines read so far
+        self.offset = 0  # bytes read so far
         self.size: int | None = None
         self.trailing_blank = 0  # blank lines at the end of what was read so far
         try:
@@ -40,37 +41,42 @@ class LineFile:
         except OSError as error:
             raise InputError(f"{label} {name}: cannot read ({error.strerror or error})") from None
 
-    def read(self) -> str | None:
-        """The next line, decoded; None at the end."""
+    def read(self, lines: int | None = None) -> list[str]:
+        """The next ``lines`` lines (or about CHUNK_BYTES' worth), decoded; [] at the end."""
         try:
-            raw = self.file.readline()
+            raw = list(islice(self.file, lines)) if lines is not None else self.file.readlines(CHUNK_BYTES)
         except OSError as error:
             raise InputError(f"{self.label} {self.name}: cannot read ({error.strerror or error})") from None
         if not raw:
-            return None
+            return []
+        data = b"".join(raw)
         try:
-            text = raw.decode("utf-8")
+            text = data.decode("utf-8")
         except UnicodeDecodeError as error:
+            number = self.lines + 1 + data.count(b"\n", 0, error.start)
             raise InputError(
-                f"{self.label} {self.name}: not UTF-8 (line {self.lines + 1}, byte {self.offset + error.start})"
+                f"{self.label} {self.name}: not UTF-8 (line {number}, byte {self.offset + error.start})"
             ) from None
-        self.offset += len(raw)
         if self.lines == 0 and text.startswith("\ufeff"):
             text = text[1:]
-        self.lines += 1
-        if text.endswith("\n"):
-            text = text[:-1]
-        if text.endswith("\r"):
-            text = text[:-1]
-        self.trailing_blank = self.trailing_blank + 1 if not text.strip() else 0
-        return text
+        out = text.split("\n")
+        if out[-1] == "":
+            out.pop()  # the newline that ends the last line
+        if "\r" in text:
+            out = [line[:-1] if line.endswith("\r") else line for line in out]
+        self.offset += len(data)
+        self.lines += len(out)
+        blank = 0
+        for line in reversed(out):
+            if line.strip():
+                break
+            blank += 1
+        self.trailing_blank = self.trailing_blank + blank if blank == len(out) else blank
+        return out
 
     def count_rest(self) -> None:
         """Count the remaining lines without decoding them (for the line-count error)."""
-        while True:
-            raw = self.file.readline()
-            if not raw:
-                return
+        for raw in self.file:
             self.lines += 1
             self.trailing_blank = self.trailing_blank + 1 if not raw.strip() else 0
 
@@ -83,27 +89,17 @@ def aligned_chunks(files: list[LineFile]) -> Iterator[list[list[str]]]:
     """Chunks of aligned lines: each chunk is one list of lines per file, all of the same length."""
     if sum(file.name == "-" for file in files) > 1:
         raise InputError("only one input can be standard input (-)")
-    chunk: list[list[str]] = [[] for _ in files]
-    characters = 0
     while True:
-        lines = [file.read() for file in files]
-        if all(line is None for line in lines):
-            break
-        if any(line is None for line in lines):
-            for file, line in zip(files, lines):
-                if line is not None:
-                    file.count_rest()
+        first = files[0].read()
+        chunk = [first] + [file.read(len(first)) for file in files[1:]] if first else [[] for _ in files]
+        if any(len(lines) != len(first) for lines in chunk) or not first:
+            if not first and all(not file.read(1) for file in files[1:]):
+                break
+            for file in files:
+                file.count_rest()
             raise InputError(_mismatch(files))
-        for column, line in zip(chunk, lines):
-            assert line is not None
-            column.append(line)
-            characters += len(line)
-        if len(chunk[0]) >= CHUNK_LINES or characters >= CHUNK_CHARACTERS:
-            yield chunk
-            chunk, characters = [[] for _ in files], 0
-    if chunk[0]:
         yield chunk
-    elif files[0].lines == 0:
+    if files[0].lines == 0:
         raise InputError(f"{' and '.join(file.label for file in files)} are empty")
 
 

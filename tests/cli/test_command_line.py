@@ -86,7 +86,7 @@ def test_score_streams_many_chunks_to_exactly_the_single_pass_result_without_pro
 ):
     from chrf_components_cli import lines as line_reader
 
-    monkeypatch.setattr(line_reader, "CHUNK_LINES", 97)  # many chunks, one of them partial
+    monkeypatch.setattr(line_reader, "CHUNK_BYTES", 9000)  # many chunks, one of them partial
     hyp, ref, chosen = corpus(tmp_path, 3000)
     code, out, err = run(capsys, "score", hyp, ref, "--word-order", "2", "--json")
     assert code == 0 and err == ""  # stderr is not a terminal: no progress written into logs

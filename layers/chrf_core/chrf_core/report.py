@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from fractions import Fraction
+from math import gcd
 from typing import Any
 
 from .contract import Settings
@@ -23,35 +24,40 @@ def score_text(value: Fraction) -> str:
     return f"{micro // 1_000_000}.{micro % 1_000_000:06d}"
 
 
+def _reduced(numerator: int, denominator: int) -> str:
+    """``numerator/denominator`` reduced, as :func:`fraction_text` writes it (without building a Fraction)."""
+    divisor = gcd(numerator, denominator)
+    return f"{numerator // divisor}/{denominator // divisor}"
+
+
+def _average(parts: Sequence[tuple[int, int]]) -> tuple[int, int]:
+    """The mean of fractions given as (numerator, denominator), unreduced: (sum numerator, count * denominator)."""
+    numerator, denominator = 0, 1
+    for part_numerator, part_denominator in parts:
+        numerator = numerator * part_denominator + part_numerator * denominator
+        denominator *= part_denominator
+    return numerator, denominator * len(parts)
+
+
 def exact_score(settings: Settings, orders: Sequence[Triple]) -> Fraction:
     """The score of these counts as one exact fraction, with one reduction at the end (fast enough to score
     every segment of a large corpus)."""
     beta_squared = settings.beta * settings.beta
     if settings.averaging == "per_order_f":
-        # mean over all orders of f = (1 + b^2) m / (b^2 r + h), an order without n-grams counting as 0
-        numerator, denominator = 0, 1
-        for hyp, ref, match in orders:
-            if hyp and ref and match:
-                order_denominator = beta_squared * ref + hyp
-                numerator = numerator * order_denominator + (1 + beta_squared) * match * denominator
-                denominator *= order_denominator
-        return Fraction(100 * numerator, denominator * len(orders))
+        # mean over all orders of f = (1 + b^2) m / (b^2 r + h), an order without n-grams or matches counting as 0
+        numerator, denominator = _average(
+            [((1 + beta_squared) * match, beta_squared * ref + hyp) if hyp and ref and match else (0, 1)
+             for hyp, ref, match in orders])
+        return Fraction(100 * numerator, denominator)
     # F_beta of the averages over effective orders: P = Pn / (k Pd), R = Rn / (k Rd)
-    effective = 0
-    precision_numerator, precision_denominator, recall_numerator, recall_denominator = 0, 1, 0, 1
-    for hyp, ref, match in orders:
-        if hyp and ref:
-            effective += 1
-            precision_numerator = precision_numerator * hyp + match * precision_denominator
-            precision_denominator *= hyp
-            recall_numerator = recall_numerator * ref + match * recall_denominator
-            recall_denominator *= ref
+    effective = [(hyp, ref, match) for hyp, ref, match in orders if hyp and ref]
+    precision_numerator, precision_denominator = _average([(match, hyp) for hyp, _, match in effective] or [(0, 1)])
+    recall_numerator, recall_denominator = _average([(match, ref) for _, ref, match in effective] or [(0, 1)])
     if not precision_numerator and not recall_numerator:
         return ZERO
     return Fraction(
         100 * (1 + beta_squared) * precision_numerator * recall_numerator,
-        effective
-        * (beta_squared * precision_numerator * recall_denominator + recall_numerator * precision_denominator),
+        beta_squared * precision_numerator * recall_denominator + recall_numerator * precision_denominator,
     )
 
 
@@ -60,18 +66,13 @@ def build_report(counts: Counts) -> dict[str, Any]:
     settings = counts.settings
     beta_squared = settings.beta * settings.beta
     orders = []
-    precisions, recalls = [], []
+    effective: list[Triple] = []
     for (kind, n), (hyp, ref, match) in zip(
         order_labels(settings.char_order, settings.word_order), counts.orders, strict=True
     ):
-        precision = Fraction(match, hyp) if hyp else None
-        recall = Fraction(match, ref) if ref else None
-        effective = hyp > 0 and ref > 0
-        # (1+b^2)PR / (b^2 P + R) with P = m/h and R = m/r simplifies to (1+b^2) m / (b^2 r + h).
-        f_score = Fraction((1 + beta_squared) * match, beta_squared * ref + hyp) if effective else None
-        if precision is not None and recall is not None:
-            precisions.append(precision)
-            recalls.append(recall)
+        is_effective = hyp > 0 and ref > 0
+        if is_effective:
+            effective.append((hyp, ref, match))
         orders.append(
             {
                 "type": kind,
@@ -79,23 +80,23 @@ def build_report(counts: Counts) -> dict[str, Any]:
                 "hypothesis_ngrams": hyp,
                 "reference_ngrams": ref,
                 "matching_ngrams": match,
-                "effective": effective,
-                "precision": None if precision is None else fraction_text(precision),
-                "recall": None if recall is None else fraction_text(recall),
-                "f_score": None if f_score is None else fraction_text(f_score),
+                "effective": is_effective,
+                "precision": _reduced(match, hyp) if hyp else None,
+                "recall": _reduced(match, ref) if ref else None,
+                # (1+b^2)PR / (b^2 P + R) with P = m/h and R = m/r simplifies to (1+b^2) m / (b^2 r + h).
+                "f_score": _reduced((1 + beta_squared) * match, beta_squared * ref + hyp) if is_effective else None,
             }
         )
-    effective_count = len(precisions)
-    average_precision = sum(precisions, ZERO) / effective_count if effective_count else ZERO
-    average_recall = sum(recalls, ZERO) / effective_count if effective_count else ZERO
+    average_precision = _average([(match, hyp) for hyp, _, match in effective] or [(0, 1)])
+    average_recall = _average([(match, ref) for _, ref, match in effective] or [(0, 1)])
     score = exact_score(settings, counts.orders)
     return {
         **settings.as_dict(),
         "segment_count": counts.segment_count,
         "orders": orders,
-        "effective_order_count": effective_count,
-        "average_precision": fraction_text(average_precision),
-        "average_recall": fraction_text(average_recall),
+        "effective_order_count": len(effective),
+        "average_precision": _reduced(*average_precision),
+        "average_recall": _reduced(*average_recall),
         "score": score_text(score),
         "score_fraction": fraction_text(score),
     }
