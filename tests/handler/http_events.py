@@ -5,12 +5,14 @@ import copy
 import json
 import pathlib
 
+import chrf_core
+
 from chrf_components_cli import local_lambda
 
 EVENTS = pathlib.Path(__file__).resolve().parents[2] / "events"
 HTTP_V2_TEMPLATE = json.loads((EVENTS / "http-v2-valid.json").read_text(encoding="utf-8"))
 REST_V1_TEMPLATE = json.loads((EVENTS / "rest-v1-valid.json").read_text(encoding="utf-8"))
-EXECUTE_PATH = "/v1/tools/chrf-components/versions/1.0.0/execute"
+EXECUTE_PATH = chrf_core.EXECUTE_PATH
 
 
 def http_v2_event(body, method="POST", path=EXECUTE_PATH, base64_body=False):
