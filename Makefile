@@ -72,7 +72,7 @@ arm64-python:
 # handler and pipeline tests again with the pure-Python kernel.
 test: lint build arm64-python
 	CHRF_REQUIRE_BUILD=1 $(BIN)/python -m pytest
-	CHRF_CORE_NATIVE=0 $(BIN)/python -m pytest -p no:randomly tests/unit tests/handler tests/pipeline
+	CHRF_CORE_NATIVE=0 $(BIN)/python -m pytest tests/unit tests/handler tests/pipeline
 
 bench: setup-dev
 	$(BIN)/python tests/benchmark.py

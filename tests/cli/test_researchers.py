@@ -31,6 +31,10 @@ def write_lines(path, texts):
     return path
 
 
+def write_pairs(folder, pairs):
+    return write_lines(folder / "h", [h for h, _ in pairs]), write_lines(folder / "r", [r for _, r in pairs])
+
+
 def flags(request_settings):
     out = ["--char-order", request_settings["char_order"], "--word-order", request_settings["word_order"],
            "--beta", request_settings["beta"], "--averaging", request_settings["averaging"]]
@@ -54,9 +58,7 @@ def segments_output(argv):
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.lists(st.tuples(LINE_TEXT, LINE_TEXT), min_size=1, max_size=60), settings_strategy())
 def test_segment_scores_equal_scoring_each_segment_alone_through_the_layer(tmp_path_factory, pairs, request_settings):
-    folder = tmp_path_factory.mktemp("segments")
-    hyp = write_lines(folder / "h", [h for h, _ in pairs])
-    ref = write_lines(folder / "r", [r for _, r in pairs])
+    hyp, ref = write_pairs(tmp_path_factory.mktemp("segments"), pairs)
     rows = segments_output(["segments", hyp, ref, *flags(request_settings)])
     assert len(rows) == len(pairs)
     for number, (row, (h, r)) in enumerate(zip(rows, pairs), start=1):
@@ -69,8 +71,7 @@ def test_segments_prints_line_tab_score_for_thousands_of_generated_lines(capsys,
     alphabet = list("abcdeé中 ,.(😀") + ["the", " cat", " sat"]
     pairs = [("".join(rng.choice(alphabet) for _ in range(rng.randint(0, 30))),
               "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 30)))) for _ in range(3000)]
-    hyp = write_lines(tmp_path / "h", [h for h, _ in pairs])
-    ref = write_lines(tmp_path / "r", [r for _, r in pairs])
+    hyp, ref = write_pairs(tmp_path, pairs)
     for request_settings in ({"word_order": 2}, {"char_order": 3, "lowercase": True, "averaging": "per_order_f"}):
         argv = [f"--{key.replace('_', '-')}" if value is True else f"--{key.replace('_', '-')}={value}"
                 for key, value in request_settings.items()]
@@ -86,9 +87,7 @@ def test_segments_prints_line_tab_score_for_thousands_of_generated_lines(capsys,
 @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.lists(st.tuples(LINE_TEXT, LINE_TEXT), min_size=1, max_size=30), settings_strategy())
 def test_segments_json_lines_are_each_segments_contract_output_plus_its_line(tmp_path_factory, pairs, request_settings):
-    folder = tmp_path_factory.mktemp("json")
-    hyp = write_lines(folder / "h", [h for h, _ in pairs])
-    ref = write_lines(folder / "r", [r for _, r in pairs])
+    hyp, ref = write_pairs(tmp_path_factory.mktemp("json"), pairs)
     rows = segments_output(["segments", hyp, ref, "--json", *flags(request_settings)])
     assert len(rows) == len(pairs)
     for number, (line, (h, r)) in enumerate(zip(rows, pairs), start=1):
