@@ -13,7 +13,7 @@ from array import array
 from collections import Counter
 from collections.abc import Sequence
 from itertools import compress
-from operator import add, sub
+from operator import add, not_, sub
 
 # Up to this many code points, a reference string is searched rather than its n-grams hashed (see
 # add_character_orders_short_reference); the bound keeps every search, and so the whole count, linear.
@@ -44,7 +44,8 @@ def add_orders(units_h: Sequence[str], units_r: Sequence[str], joiner: str, out:
 
     Units are characters (a str, ``joiner`` "") or word tokens (a list, ``joiner`` " ", which no token contains,
     so an n-gram is its tokens joined by spaces). Each order's n-grams are the kept (n-1)-grams extended by one
-    unit, built by concatenation in C rather than sliced one by one.
+    unit, built by concatenation in C rather than sliced one by one: the next units of the surviving positions
+    are the sequence shifted by n - 1, compressed by a mask of the positions still alive.
     """
     length_h, length_r = len(units_h), len(units_r)
     for n in range(1, orders + 1):
@@ -64,11 +65,12 @@ def add_orders(units_h: Sequence[str], units_r: Sequence[str], joiner: str, out:
         grams_h, grams_r = list(units_h), list(units_r)
     positions_h: list[int] | range = range(length_h)
     positions_r: list[int] | range = range(length_r)
+    alive_h, alive_r = bytearray(b"\x01") * length_h, bytearray(b"\x01") * length_r  # positions still counted
     paired = [0] * (orders + 2)  # difference array: matches of settled unique pairs per order
     for n in range(1, orders + 1):
         if n > 1:
-            grams_h = _extend(grams_h, positions_h, units_h, n, length_h)
-            grams_r = _extend(grams_r, positions_r, units_r, n, length_r)
+            grams_h = list(map(add, grams_h, compress(units_h[n - 1 :], alive_h)))
+            grams_r = list(map(add, grams_r, compress(units_r[n - 1 :], alive_r)))
             positions_h, positions_r = positions_h[: len(grams_h)], positions_r[: len(grams_r)]
             if not grams_h or not grams_r:
                 break
@@ -94,10 +96,13 @@ def add_orders(units_h: Sequence[str], units_r: Sequence[str], joiner: str, out:
             if unique:
                 _settle(unique, grams_h, positions_h, grams_r, positions_r, units_h, units_r, n, orders, paired)
                 shared = common - unique
-        keep_h, keep_r = list(map(shared.__contains__, grams_h)), list(map(shared.__contains__, grams_r))
-        if not all(keep_h):
+        if len(shared) < len(counts_h):  # some hypothesis n-grams are not kept (else all are: no pass needed)
+            keep_h = list(map(shared.__contains__, grams_h))
+            _drop(alive_h, positions_h, keep_h)
             positions_h, grams_h = list(compress(positions_h, keep_h)), list(compress(grams_h, keep_h))
-        if not all(keep_r):
+        if len(shared) < len(counts_r):
+            keep_r = list(map(shared.__contains__, grams_r))
+            _drop(alive_r, positions_r, keep_r)
             positions_r, grams_r = list(compress(positions_r, keep_r)), list(compress(grams_r, keep_r))
         if not grams_h or not grams_r:
             break
@@ -188,17 +193,10 @@ def _occurrences(text: str, part: str) -> int:
     return count
 
 
-def _extend(grams: list[str], positions: list[int] | range, units: Sequence[str], n: int, length: int) -> list[str]:
-    """The n-grams at ``positions`` from their (n-1)-grams: the last positions that have no room are dropped."""
-    kept = len(positions)
-    while kept and positions[kept - 1] + n > length:
-        kept -= 1
-    if kept < len(grams):
-        grams = grams[:kept]
-    if isinstance(positions, range) or (kept and positions[kept - 1] - positions[0] == kept - 1):
-        start = positions[0] if kept else 0  # consecutive positions: their next units are one slice
-        return list(map(add, grams, units[start + n - 1 : start + n - 1 + kept]))
-    return list(map(add, grams, map(units.__getitem__, map((n - 1).__add__, positions[:kept]))))
+def _drop(alive: bytearray, positions: Sequence[int], keep: list[bool]) -> None:
+    """Mark the positions that are not kept as no longer alive."""
+    for position in compress(positions, map(not_, keep)):
+        alive[position] = 0
 
 
 def count(
