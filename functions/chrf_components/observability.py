@@ -45,10 +45,9 @@ def use_correlation_id(event: Any, context: Any) -> None:
 def loggable(error: chrf_core.InvalidInputError) -> dict[str, Any]:
     """Field, rule and position of an error, for logs. A key the caller made up may be a pasted translation,
     so it is never logged."""
-    known = error.field is None or error.field in chrf_core.REQUEST_KEYS or error.field in ("input", "output")
     return {
-        "field": error.field if known else "<unknown key>",
-        "rule": error.detail if known else "unknown key",
+        "field": "<unknown key>" if error.caller_key else error.field,
+        "rule": error.detail,
         "segment": error.index,
         "line": error.line,
     }

@@ -20,7 +20,8 @@ class InvalidInputError(chrf_core.InvalidInputError):
 
     @classmethod
     def of(cls, error: chrf_core.InvalidInputError) -> InvalidInputError:
-        return cls(error.field, error.detail, index=error.index, line=error.line, subject=error.subject)
+        return cls(error.field, error.detail, index=error.index, line=error.line, subject=error.subject,
+                   caller_key=error.caller_key)
 
     @classmethod
     def relayed(cls, field: str | None, message: str, line: int | None) -> InvalidInputError:

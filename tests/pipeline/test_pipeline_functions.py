@@ -321,3 +321,14 @@ def test_corpus_report_schema_is_the_contract_output_schema_without_the_segment_
     expected = copy.deepcopy(CONTRACT["output_schema"])
     del expected["properties"]["segment_count"]["maximum"]
     assert {k: v for k, v in corpus.items() if k not in ("$schema", "$id", "title", "description")} == expected
+
+
+def test_a_batchs_unknown_setting_key_is_not_logged_but_a_known_field_is(pipeline_handlers, captured_logs):
+    score_batch, _ = pipeline_handlers
+    item = {"line": 0, "item": {"hypothesis": "a", "reference": "a"}}
+    for settings_, named in (({"CONFIDENTIAL pasted": 1}, "<unknown key>"), ({"beta": 0}, "beta")):
+        with pytest.raises(chrf_core.InvalidInputError):
+            score_batch({"BatchInput": {"settings": settings_}, "Items": [item]}, local_lambda.LambdaContext())
+        logged = [json.loads(line) for line in captured_logs.getvalue().splitlines() if '"invalid batch"' in line]
+        assert logged[-1]["field"] == named
+    assert "CONFIDENTIAL" not in captured_logs.getvalue()

@@ -29,6 +29,7 @@ class InvalidInputError(ValueError):
 
     ``field`` is the top-level key concerned (None for the whole request); ``detail`` states the rule;
     ``index`` is the segment concerned within the request, ``line`` its 1-based line in a corpus.
+    ``caller_key`` says that ``field`` is a key the caller made up (so logs must not repeat it).
     """
 
     def __init__(
@@ -39,8 +40,10 @@ class InvalidInputError(ValueError):
         index: int | None = None,
         line: int | None = None,
         subject: str | None = None,
+        caller_key: bool = False,
     ) -> None:
         self.field = field
+        self.caller_key = caller_key
         self.detail = detail
         self.index = index
         self.line = line
@@ -61,7 +64,8 @@ class InvalidInputError(ValueError):
 
     def at_line(self, line: int) -> InvalidInputError:
         """The same error placed at a corpus line (the segment ``index`` of a chunk that starts elsewhere)."""
-        return InvalidInputError(self.field, self.detail, index=self.index, line=line, subject=self.subject)
+        return InvalidInputError(self.field, self.detail, index=self.index, line=line, subject=self.subject,
+                                 caller_key=self.caller_key)
 
     def to_dict(self) -> dict[str, Any]:
         """The error envelope's body (``{"code", "field", "message"}``, plus ``line`` for a corpus line)."""

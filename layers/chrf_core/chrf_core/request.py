@@ -49,7 +49,8 @@ def loads_request(text: str, source: str = "body") -> Any:
 def unknown_key_error(key: Any, allowed: Sequence[str], subject: str = "request") -> InvalidInputError:
     """An unknown key: named once (in ``field``), shortened and encodable, with the keys that are allowed."""
     return InvalidInputError(
-        shown(str(key)), f"unknown key (named in field); allowed keys are {', '.join(allowed)}", subject=subject
+        shown(str(key)), f"unknown key (named in field); allowed keys are {', '.join(allowed)}", subject=subject,
+        caller_key=True,
     )
 
 
