@@ -63,15 +63,13 @@ def add_orders(units_h: Sequence[str], units_r: Sequence[str], joiner: str, out:
         units_h, units_r = [joiner + unit for unit in units_h], [joiner + unit for unit in units_r]
     else:
         grams_h, grams_r = list(units_h), list(units_r)
-    positions_h: list[int] | range = range(length_h)
-    positions_r: list[int] | range = range(length_r)
-    alive_h, alive_r = bytearray(b"\x01") * length_h, bytearray(b"\x01") * length_r  # positions still counted
+    # Positions still counted, as masks: the n-grams are those of the live positions, in order, that have room.
+    alive_h, alive_r = bytearray(b"\x01") * length_h, bytearray(b"\x01") * length_r
     paired = [0] * (orders + 2)  # difference array: matches of settled unique pairs per order
     for n in range(1, orders + 1):
         if n > 1:
             grams_h = list(map(add, grams_h, compress(units_h[n - 1 :], alive_h)))
             grams_r = list(map(add, grams_r, compress(units_r[n - 1 :], alive_r)))
-            positions_h, positions_r = positions_h[: len(grams_h)], positions_r[: len(grams_r)]
             if not grams_h or not grams_r:
                 break
         counts_h, counts_r = Counter(grams_h), Counter(grams_r)
@@ -88,22 +86,22 @@ def add_orders(units_h: Sequence[str], units_r: Sequence[str], joiner: str, out:
         if n == orders:
             break
         if distinct_h and distinct_r:  # every shared n-gram is a unique pair: settle them all, and done
-            _settle(common, grams_h, positions_h, grams_r, positions_r, units_h, units_r, n, orders, paired)
+            _settle(common, grams_h, alive_h, grams_r, alive_r, units_h, units_r, n, orders, paired)
             break
         shared = common
         if 2 * len(counts_h) > len(grams_h):  # mostly distinct: worth settling the unique pairs now
             unique = {gram for gram in common if counts_h[gram] == 1 and counts_r[gram] == 1}
             if unique:
-                _settle(unique, grams_h, positions_h, grams_r, positions_r, units_h, units_r, n, orders, paired)
+                _settle(unique, grams_h, alive_h, grams_r, alive_r, units_h, units_r, n, orders, paired)
                 shared = common - unique
         if len(shared) < len(counts_h):  # some hypothesis n-grams are not kept (else all are: no pass needed)
             keep_h = list(map(shared.__contains__, grams_h))
-            _drop(alive_h, positions_h, keep_h)
-            positions_h, grams_h = list(compress(positions_h, keep_h)), list(compress(grams_h, keep_h))
+            _drop(alive_h, keep_h)
+            grams_h = list(compress(grams_h, keep_h))
         if len(shared) < len(counts_r):
             keep_r = list(map(shared.__contains__, grams_r))
-            _drop(alive_r, positions_r, keep_r)
-            positions_r, grams_r = list(compress(positions_r, keep_r)), list(compress(grams_r, keep_r))
+            _drop(alive_r, keep_r)
+            grams_r = list(compress(grams_r, keep_r))
         if not grams_h or not grams_r:
             break
     running = 0
@@ -112,13 +110,14 @@ def add_orders(units_h: Sequence[str], units_r: Sequence[str], joiner: str, out:
         out[offset + 3 * (n - 1) + 2] += running
 
 
-def _settle(pairs: set[str], grams_h: Sequence[str], positions_h: Sequence[int], grams_r: Sequence[str],
-            positions_r: Sequence[int], units_h: Sequence[str], units_r: Sequence[str], n: int, orders: int,
+def _settle(pairs: set[str], grams_h: Sequence[str], alive_h: bytearray, grams_r: Sequence[str],
+            alive_r: bytearray, units_h: Sequence[str], units_r: Sequence[str], n: int, orders: int,
             paired: list[int]) -> None:
     """Unique pairs (an n-gram once on each side): no other position can share their longer n-grams, so each
     pair matches at every higher order for as long as the two sequences continue alike. Counted into ``paired``
     (a difference array over orders) by comparing what follows them, instead of hashing them order by order."""
-    where_h, where_r = dict(zip(grams_h, positions_h)), dict(zip(grams_r, positions_r))
+    where_h = dict(zip(grams_h, compress(range(len(alive_h)), alive_h)))
+    where_r = dict(zip(grams_r, compress(range(len(alive_r)), alive_r)))
     span = orders - n
     for gram in pairs:
         i, j = where_h[gram] + n, where_r[gram] + n
@@ -193,9 +192,9 @@ def _occurrences(text: str, part: str) -> int:
     return count
 
 
-def _drop(alive: bytearray, positions: Sequence[int], keep: list[bool]) -> None:
-    """Mark the positions that are not kept as no longer alive."""
-    for position in compress(positions, map(not_, keep)):
+def _drop(alive: bytearray, keep: list[bool]) -> None:
+    """Mark the live positions whose n-gram is not kept (``keep`` runs over them in order) as no longer alive."""
+    for position in compress(compress(range(len(alive)), alive), map(not_, keep)):
         alive[position] = 0
 
 
