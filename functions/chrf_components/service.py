@@ -41,12 +41,13 @@ class InvalidInputError(chrf_core.InvalidInputError):
 def score_request(request: Any, source: str) -> dict[str, Any]:
     """Score one contract request; InvalidInputError (the layer's) for invalid input."""
     try:
-        output = chrf_core.score(request)
+        valid = chrf_core.parse_request(request)
     except chrf_core.InvalidInputError as error:
         count("InvalidInputs")
         logger.info("invalid input", extra={"source": source, **loggable(error)})
         raise
-    text_bytes = chrf_core.text_bytes(request)
+    output = chrf_core.build_report(chrf_core.count_segments(valid.hypotheses, valid.references, valid.settings))
+    text_bytes = valid.text_bytes  # measured once, by the size rule
     count("Segments", output["segment_count"])
     count("TextBytes", text_bytes, MetricUnit.Bytes)
     logger.info(

@@ -127,10 +127,10 @@ def test_unknown_path_is_404_and_wrong_method_is_405_with_json_bodies(handler, m
 
 
 def test_unexpected_fault_is_a_500_without_internals_and_is_logged(handler, monkeypatch, captured_logs):
-    def explode(request):
+    def explode(counts):  # a fault inside scoring, after validation
         raise RuntimeError("secret internal detail")
 
-    monkeypatch.setattr(chrf_core, "score", explode)
+    monkeypatch.setattr(chrf_core, "build_report", explode)
     status, _, body = call(handler, http_v2_event(json.dumps({"hypotheses": ["a"], "references": ["a"]})))
     assert status == 500
     assert body == {"error": {"code": "internal_error", "message": "internal error"}}

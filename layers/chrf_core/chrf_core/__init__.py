@@ -31,7 +31,15 @@ from .counting import KERNEL, KERNEL_ERROR, KERNELS, Counts, count_segments, mer
 from .errors import InvalidInputError, shown
 from .python_kernel import words
 from .report import build_report, exact_score, fraction_text, score_text
-from .request import loads_request, make_request, parse_request, parse_settings, unknown_key_error, utf8_size
+from .request import (
+    ValidRequest,
+    loads_request,
+    make_request,
+    parse_request,
+    parse_settings,
+    unknown_key_error,
+    utf8_size,
+)
 
 __all__ = [
     "AVERAGINGS",
@@ -50,6 +58,7 @@ __all__ = [
     "Counts",
     "InvalidInputError",
     "Settings",
+    "ValidRequest",
     "build_report",
     "compute_counts",
     "count_segments",
@@ -65,7 +74,6 @@ __all__ = [
     "score_text",
     "segment_rows",
     "shown",
-    "text_bytes",
     "unknown_key_error",
     "utf8_size",
     "words",
@@ -74,15 +82,11 @@ __all__ = [
 
 def compute_counts(request: Any) -> Counts:
     """Validate a contract request and return its per-order counts (mergeable with other requests' counts)."""
-    hypotheses, references, settings = parse_request(request)
-    return count_segments(hypotheses, references, settings)
+    valid = parse_request(request)
+    return count_segments(valid.hypotheses, valid.references, valid.settings)
 
 
 def score(request: Any) -> dict[str, Any]:
     """The contract's operation: validate ``request`` and return the output object, or raise InvalidInputError."""
     return build_report(compute_counts(request))
 
-
-def text_bytes(request: dict[str, Any]) -> int:
-    """Total UTF-8 bytes of a valid request's texts (the quantity the size limit bounds)."""
-    return sum(utf8_size(text) for key in TEXT_KEYS for text in request[key])

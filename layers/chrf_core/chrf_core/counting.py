@@ -20,6 +20,8 @@ Triple = tuple[int, int, int]
 
 
 class Kernel(Protocol):
+    """What both kernels are: python_kernel.count, and the native count (C, so typed here)."""
+
     def __call__(
         self,
         hypotheses: Sequence[str],

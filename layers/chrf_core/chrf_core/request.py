@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from .contract import (
     AVERAGINGS,
@@ -80,8 +80,17 @@ def parse_settings(request: Mapping[str, Any]) -> Settings:
     )
 
 
-def parse_request(request: Any) -> tuple[list[str], list[str], Settings]:
-    """Validate ``request`` against every contract rule in order; return hypotheses, references and settings."""
+class ValidRequest(NamedTuple):
+    """A request that passed every rule: its texts, its settings, and the UTF-8 size the size rule measured."""
+
+    hypotheses: list[str]
+    references: list[str]
+    settings: Settings
+    text_bytes: int
+
+
+def parse_request(request: Any) -> ValidRequest:
+    """Validate ``request`` against every contract rule in order."""
     if not isinstance(request, dict):
         raise InvalidInputError(None, f"must be a JSON object, got {_describe(request)}")
     for key in request:
@@ -97,7 +106,7 @@ def parse_request(request: Any) -> tuple[list[str], list[str], Settings]:
         raise InvalidInputError(None, f"all texts together must be at most {MAX_TEXT_BYTES} UTF-8 bytes, got {total}")
     for key, side in zip(TEXT_KEYS, (hypotheses, references)):
         check_no_surrogates(side, key)
-    return list(hypotheses), list(references), parse_settings(request)
+    return ValidRequest(list(hypotheses), list(references), parse_settings(request), total)
 
 
 def make_request(hypotheses: Sequence[str], references: Sequence[str], settings: Settings) -> dict[str, Any]:
