@@ -68,8 +68,11 @@ def adversarial() -> dict[str, dict]:
     """Valid requests built to be as slow as possible for a counting kernel (each at most 65536 bytes).
 
     Long runs of one character (every n-gram repeats, clipping everywhere), near-identical long texts (every
-    position survives every order), one-character words repeated (word n-grams that all repeat), and many
-    distinct astral code points (large tables).
+    position survives every order; changed at both ends so that no shared prefix or suffix helps), repeated
+    random texts (no n-gram is ever unique), small alphabets (classes of equal n-grams that stay large),
+    scattered changes (unique pairs that part at every distance), one-character words repeated (word n-grams that
+    all repeat), and many distinct astral code points (large tables). Characters-only variants are compared
+    with a typical request at their own settings, which is cheaper than one with words.
     """
     half = LIMIT // 2
     words = " ".join("abcdefghijklmnopqrstuvwxyz"[i % 26] for i in range(half // 4))
@@ -80,6 +83,11 @@ def adversarial() -> dict[str, dict]:
     letters = random.Random(11)
     near = "".join(letters.choice("abcdefghij") for _ in range(half))
     twice = near[: half // 2] * 2  # every n-gram at least twice on each side: no n-gram is ever unique
+    thrice = near[: half // 3] * 3
+    binary = "".join(letters.choice("ab") for _ in range(half))  # n-gram classes that stay large to order 10
+    ternary = "".join(letters.choice("abc") for _ in range(half))
+    run_then_random = "a" * (half // 2) + near[: half // 2]
+    every_eleventh = "".join("!" if i % 11 == 0 else letter for i, letter in enumerate(near))
     return {
         "one character against filler + run (c10)": {
             "hypotheses": ["a" * half], "references": ["!" * (half - 10) + "a" * 10], "char_order": 10,
@@ -94,6 +102,33 @@ def adversarial() -> dict[str, dict]:
         "a random text twice against itself, one letter changed (c10 w4)": {
             "hypotheses": [twice], "references": [twice[: half // 4] + "!" + twice[half // 4 + 1 :]],
             "char_order": 10, "word_order": 4,
+        },
+        "a random text twice against itself, characters only (c10)": {
+            "hypotheses": [twice], "references": [twice[: half // 4] + "!" + twice[half // 4 + 1 :]],
+            "char_order": 10, "word_order": 0,
+        },
+        "near-identical long texts, characters only (c10)": {
+            "hypotheses": [near], "references": ["!" + near[1 : half - 1] + "!"], "char_order": 10, "word_order": 0,
+        },
+        "a random text against itself with every 11th letter changed (c10)": {
+            "hypotheses": [near], "references": [every_eleventh], "char_order": 10, "word_order": 0,
+        },
+        "a random text three times against itself, one letter changed (c10)": {
+            "hypotheses": [thrice], "references": [thrice[: half // 6] + "!" + thrice[half // 6 + 1 :]],
+            "char_order": 10, "word_order": 0,
+        },
+        "random two-letter text against itself, one letter changed (c10)": {
+            "hypotheses": [binary], "references": [binary[: half // 2] + "c" + binary[half // 2 + 1 :]],
+            "char_order": 10, "word_order": 0,
+        },
+        "random three-letter text against itself, one letter changed (c10)": {
+            "hypotheses": [ternary], "references": [ternary[: half // 2] + "d" + ternary[half // 2 + 1 :]],
+            "char_order": 10, "word_order": 0,
+        },
+        "a run of one letter, then random text, against itself, one changed (c10)": {
+            "hypotheses": [run_then_random],
+            "references": [run_then_random[: half // 4] + "b" + run_then_random[half // 4 + 1 :]],
+            "char_order": 10, "word_order": 0,
         },
         "a b a b ... both sides (c10 w4)": {
             "hypotheses": [run], "references": [run[:-2] + "c "], "char_order": 10, "word_order": 4,

@@ -81,8 +81,9 @@ def test_kernels_agree_on_near_limit_payloads_of_every_kind(kind):
 def test_kernels_agree_on_the_adversarial_requests(name):
     request = adversarial()[name]
     args = (request["hypotheses"], request["references"], request.get("char_order", 6), request.get("word_order", 0))
-    results = {kernel: run(kernel, *args) for kernel in kernels()}
-    assert len({str(result) for result in results.values()}) == 1, results
+    expected = naive_counts(*args)
+    for kernel in kernels():
+        assert run(kernel, *args) == expected, kernel
     chrf_core.score(request)  # a valid request: within every contract limit
 
 
@@ -128,3 +129,75 @@ def test_a_kernel_that_is_present_but_cannot_load_is_reported_once_not_silently(
     kernel, reason = __import__("json").loads(completed.stdout)
     assert kernel == "python" and reason.startswith("present but failed to load")
     assert completed.stderr.count("native kernel not used") == 1
+
+
+def _recording(monkeypatch, name):
+    """Record the calls of one of the Python kernel's helpers (and let them run)."""
+    calls = []
+    original = getattr(python_kernel, name)
+
+    def record(*args):
+        result = original(*args)
+        calls.append((args, result))
+        return result
+
+    monkeypatch.setattr(python_kernel, name, record)
+    return calls
+
+
+def _python_counts(name):
+    request = adversarial()[name]
+    args = (request["hypotheses"], request["references"], request["char_order"], request["word_order"])
+    assert run("python", *args) == naive_counts(*args)
+
+
+def test_python_kernel_counts_small_alphabet_texts_down_from_a_start_order_and_from_the_top(monkeypatch):
+    top_down = _recording(monkeypatch, "_add_top_down")
+    _python_counts("random two-letter text against itself, one letter changed (c10)")
+    assert [(args[6], args[7]) for args, _ in top_down] == [(9, 1)]  # orders 9..2, down from the 10-grams
+
+
+def test_python_kernel_settles_repeated_n_grams_that_continue_alike(monkeypatch):
+    alike = _recording(monkeypatch, "_alike")
+    _python_counts("a random text twice against itself, characters only (c10)")
+    assert alike and len(alike[0][1]) > 10_000  # most 5-grams: twice on each side, alike to the tenth letter
+
+
+def test_python_kernel_follows_unique_pairs_that_part_at_every_distance(monkeypatch):
+    pairs = _recording(monkeypatch, "_add_pairs")
+    _python_counts("a random text against itself with every 11th letter changed (c10)")
+    assert pairs and len(pairs[0][0][0]) > 5_000
+
+
+def test_python_kernel_counts_down_from_top_order_n_grams_once_few_remain(monkeypatch):
+    top_down = _recording(monkeypatch, "_add_top_down")
+    _python_counts("a run of one letter, then random text, against itself, one changed (c10)")
+    assert any(args[6] == 9 and args[7] > 1 for args, _ in top_down)  # after looking ahead at order args[7]
+
+
+SMALL_ALPHABET_TEXT = st.sampled_from(["ab", "abc", "abcd", "abcdefghij", "ab c.", "aab"]).flatmap(
+    lambda alphabet: st.text(st.sampled_from(alphabet), min_size=257, max_size=900))
+
+
+@st.composite
+def related_long_texts(draw):
+    """A long hypothesis over a small alphabet and a reference made from it: edited, repeated or unrelated."""
+    hypothesis = draw(SMALL_ALPHABET_TEXT)
+    how = draw(st.sampled_from(["edited", "repeated", "unrelated"]))
+    if how == "edited":
+        at = draw(st.lists(st.integers(0, len(hypothesis) - 1), max_size=40))
+        reference = "".join("!" if i in set(at) else letter for i, letter in enumerate(hypothesis))
+    elif how == "repeated":
+        reference = hypothesis[: len(hypothesis) // 2] * 2 + draw(st.text(st.sampled_from("ab!"), max_size=9))
+    else:
+        reference = draw(SMALL_ALPHABET_TEXT)
+    return hypothesis, reference
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(related_long_texts(), st.integers(1, 10), st.integers(0, 4))
+def test_python_kernel_counts_long_small_alphabet_texts_exactly(texts, char_order, word_order):
+    # Every strategy of the hashing path (start order, look-ahead, alike, pairs, counting down) meets these.
+    hypothesis, reference = texts
+    expected = naive_counts([hypothesis], [reference], char_order, word_order)
+    assert run("python", [hypothesis], [reference], char_order, word_order) == expected

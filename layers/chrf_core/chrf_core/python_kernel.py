@@ -1,23 +1,35 @@
 """The pure-Python counting kernel: the same numbers as the native one, for every platform.
 
-Linear in the text: for each order it hashes only the n-grams that can still match. An n-gram at a position can
-occur on the other side only if its (n-1)-gram does, so after each order both sides keep just the positions
-whose n-gram the other side has too; a segment stops as soon as nothing matches. Matches are clipped by
-counting both sides (Counter), and once no kept n-gram repeats on either side, no longer one can, so plain sets
-do from there on.
+Linear in the text, and built from C-level passes over lists (concatenation, Counter, set operations) rather
+than Python loops over positions. Words are first written as one code point each (a token's index in the
+segment's vocabulary), so character and word n-grams are both substrings and share one code path.
+
+Short references are searched as strings. Otherwise, per segment: the orders at which most n-grams repeat many
+times are counted down, by distinct n-gram, from a start order's counts; from there each order is counted up by
+position, keeping only positions whose n-gram the other side has too. When the classes of equal n-grams are
+small, the kernel looks ahead at each position's top-order n-gram: n-grams whose occurrences all continue alike
+are settled at once, unique pairs are followed by comparing their two continuations, and when few top-order
+n-grams remain the rest is counted down from them.
 """
 
 from __future__ import annotations
 
+import math
+import sys
 from array import array
+from bisect import bisect_left, bisect_right
 from collections import Counter
-from collections.abc import Sequence
-from itertools import compress
-from operator import add, not_, sub
+from collections.abc import Iterable, Sequence
+from itertools import chain, compress
+from operator import add, eq, itemgetter, mul, sub
 
-# Up to this many code points, a reference string is searched rather than its n-grams hashed (see
-# add_character_orders_short_reference); the bound keeps every search, and so the whole count, linear.
+# Up to this many code points, a reference is searched rather than its n-grams hashed (see
+# add_orders_short_reference); the bound keeps every search, and so the whole count, linear.
 SHORT_REFERENCE = 256
+# Shared n-grams are settled (see _alike) only from this many live positions on, when they average at most
+# SMALL_CLASS occurrences (both sides together): below that, looking costs more than settling saves.
+SETTLE_FROM = 64
+SMALL_CLASS = 4
 ASCII_PUNCTUATION = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")  # string.punctuation
 
 
@@ -38,46 +50,69 @@ def words(text: str) -> list[str]:
     return tokens
 
 
-def add_orders(units_h: Sequence[str], units_r: Sequence[str], joiner: str, out: list[int], offset: int,
-               orders: int) -> None:
+def token_texts(tokens_h: list[str], tokens_r: list[str]) -> tuple[str, str]:
+    """Both sides' tokens as strings of one code point per token, equal code points for equal tokens.
+
+    Code points are only compared, never encoded, so surrogates serve like any other. A request holds fewer than
+    0x110000 distinct tokens; only a command-line line of megabytes could hold more.
+    """
+    vocabulary = dict.fromkeys(tokens_h)
+    vocabulary.update(dict.fromkeys(tokens_r))
+    if len(vocabulary) > sys.maxunicode + 1:
+        raise ValueError(f"a segment pair has {len(vocabulary)} distinct words; the pure-Python kernel counts at "
+                         f"most {sys.maxunicode + 1} (the native kernel has no such limit)")
+    code = dict(zip(vocabulary, map(chr, range(len(vocabulary)))))
+    return "".join(map(code.__getitem__, tokens_h)), "".join(map(code.__getitem__, tokens_r))
+
+
+def add_orders(text_h: str, text_r: str, out: list[int], offset: int, orders: int) -> None:
     """Add one segment's counts of orders 1..orders to ``out[offset + 3 * (n - 1) + {0, 1, 2}]``.
 
-    Units are characters (a str, ``joiner`` "") or word tokens (a list, ``joiner`` " ", which no token contains,
-    so an n-gram is its tokens joined by spaces). Each order's n-grams are the kept (n-1)-grams extended by one
-    unit, built by concatenation in C rather than sliced one by one: the next units of the surviving positions
-    are the sequence shifted by n - 1, compressed by a mask of the positions still alive.
+    Orders below a start order, where most n-grams repeat many times, are counted down from the start order's
+    counts (:func:`_add_top_down`). From the start order on, each order's n-grams are the live positions'
+    (n-1)-grams extended by the next code point, built by concatenation in C.
     """
-    length_h, length_r = len(units_h), len(units_r)
+    length_h, length_r = len(text_h), len(text_r)
     for n in range(1, orders + 1):
         base = offset + 3 * (n - 1)
         out[base] += max(0, length_h - n + 1)
         out[base + 1] += max(0, length_r - n + 1)
     if not length_h or not length_r:
         return
-    if units_h == units_r:
+    if text_h == text_r:
         for n in range(1, min(orders, length_h) + 1):
             out[offset + 3 * (n - 1) + 2] += length_h - n + 1
         return
-    if joiner:
-        grams_h, grams_r = list(units_h), list(units_r)
-        units_h, units_r = [joiner + unit for unit in units_h], [joiner + unit for unit in units_r]
-    else:
-        grams_h, grams_r = list(units_h), list(units_r)
-    # Positions still counted, as masks: the n-grams are those of the live positions, in order, that have room.
-    alive_h, alive_r = bytearray(b"\x01") * length_h, bytearray(b"\x01") * length_r
-    paired = [0] * (orders + 2)  # difference array: matches of settled unique pairs per order
-    for n in range(1, orders + 1):
-        if n > 1:
-            grams_h = list(map(add, grams_h, compress(units_h[n - 1 :], alive_h)))
-            grams_r = list(map(add, grams_r, compress(units_r[n - 1 :], alive_r)))
+    counts_h, counts_r = Counter(text_h), Counter(text_r)
+    if counts_h.keys().isdisjoint(counts_r.keys()):
+        return
+    start = min(_start_order(counts_h, length_h), _start_order(counts_r, length_r), orders)
+    # The live positions of each side, in order, and their n-grams (those that have room for one).
+    live_h, live_r = list(range(length_h)), list(range(length_r))
+    grams_h: list[str] | str = text_h
+    grams_r: list[str] | str = text_r
+    if start > 1:
+        out[offset + 2] += _matches(counts_h, counts_r)
+        grams_h, grams_r = _grams(text_h, start), _grams(text_r, start)
+    settled = [0] * (orders + 2)  # difference array over orders: matches of the settled n-grams
+    look_below = length_h + length_r  # look ahead (see below) only while fewer positions than this are live
+    previous_classes = 1
+    for n in range(start, orders + 1):
+        if n > start:
+            del live_h[len(grams_h) :], live_r[len(grams_r) :]
+            del live_h[bisect_right(live_h, length_h - n) :], live_r[bisect_right(live_r, length_r - n) :]
+            grams_h = list(map(add, grams_h, map(text_h[n - 1 :].__getitem__, live_h)))
+            grams_r = list(map(add, grams_r, map(text_r[n - 1 :].__getitem__, live_r)))
             if not grams_h or not grams_r:
                 break
-        counts_h, counts_r = Counter(grams_h), Counter(grams_r)
+        if n > 1:
+            counts_h, counts_r = Counter(grams_h), Counter(grams_r)
+        if n == start > 2:  # the orders below the start, counted down from it
+            _add_top_down(counts_h, counts_r, text_h, live_h, text_r, live_r, start - 1, 1, out, offset)
         common = counts_h.keys() & counts_r.keys()
         if not common:
             break
-        distinct_h, distinct_r = len(counts_h) == len(grams_h), len(counts_r) == len(grams_r)
-        if distinct_h or distinct_r:
+        if len(counts_h) == len(grams_h) or len(counts_r) == len(grams_r):
             matches = len(common)
         else:  # sum of min(a, b) as (a + b - |a - b|) / 2, all in C
             in_h, in_r = list(map(counts_h.__getitem__, common)), list(map(counts_r.__getitem__, common))
@@ -85,58 +120,160 @@ def add_orders(units_h: Sequence[str], units_r: Sequence[str], joiner: str, out:
         out[offset + 3 * (n - 1) + 2] += matches
         if n == orders:
             break
-        if distinct_h and distinct_r:  # every shared n-gram is a unique pair: settle them all, and done
-            _settle(common, grams_h, alive_h, grams_r, alive_r, units_h, units_r, n, orders, paired)
-            break
-        shared = common
-        if 2 * len(counts_h) > len(grams_h):  # mostly distinct: worth settling the unique pairs now
-            unique = {gram for gram in common if counts_h[gram] == 1 and counts_r[gram] == 1}
-            if unique:
-                _settle(unique, grams_h, alive_h, grams_r, alive_r, units_h, units_r, n, orders, paired)
-                shared = common - unique
-        if len(shared) < len(counts_h):  # some hypothesis n-grams are not kept (else all are: no pass needed)
-            keep_h = list(map(shared.__contains__, grams_h))
-            _drop(alive_h, keep_h)
-            grams_h = list(compress(grams_h, keep_h))
-        if len(shared) < len(counts_r):
-            keep_r = list(map(shared.__contains__, grams_r))
-            _drop(alive_r, keep_r)
-            grams_r = list(compress(grams_r, keep_r))
+        live = len(grams_h) + len(grams_r)
+        # Look ahead at the top-order n-grams of the live positions when that is likely to end the work early:
+        # when the classes are small (most will not branch again) or when few top-order n-grams are expected.
+        classes, growth = len(counts_h) + len(counts_r), (len(counts_h) + len(counts_r)) / previous_classes
+        previous_classes = classes
+        look = orders - n >= 2 and SETTLE_FROM <= live <= look_below and (
+            live <= SMALL_CLASS * len(common) or (n > 1 and classes * growth ** (orders - n) <= live))
+        gone: set[str] = set()
+        if look:
+            tops_h = [text_h[i : i + orders] for i in live_h[: bisect_right(live_h, length_h - orders)]]
+            tops_r = [text_r[i : i + orders] for i in live_r[: bisect_right(live_r, length_r - orders)]]
+            short_h, short_r = grams_h[len(tops_h) :], grams_r[len(tops_r) :]  # n-grams too near the end for a top
+            kinds = dict.fromkeys(chain(tops_h, tops_r))  # distinct, in the order of the text (near in memory)
+            alike = _alike(kinds, short_h, short_r, n)
+            # Their matches: min(count in hypothesis, count in reference) each, summed over the fewer of the alike
+            # and the other shared n-grams (then subtracted from the order's matches).
+            rest = common - alike
+            if len(rest) < len(alike):
+                matched = matches - sum(map(min, map(counts_h.__getitem__, rest), map(counts_r.__getitem__, rest)))
+            else:
+                shared = alike & common
+                matched = sum(map(min, map(counts_h.__getitem__, shared), map(counts_r.__getitem__, shared)))
+            settled[n + 1] += matched
+            settled[orders + 1] -= matched
+            # Unique pairs (an n-gram once on each side) that part before the top order: follow each pair's two
+            # top-order n-grams, order by order, rather than hashing their positions.
+            pairs = _unique(rest, counts_h, counts_r)
+            pairs.difference_update(short_h, short_r)
+            if 8 * len(pairs) >= live:
+                firsts = list(map(dict(zip(grams_h, tops_h)).__getitem__, pairs))
+                seconds = list(map(dict(zip(grams_r, tops_r)).__getitem__, pairs))
+                _add_pairs(firsts, seconds, n, orders, out, offset)
+                gone = alike | pairs
+                kept = rest - pairs
+            else:
+                gone, kept = alike, rest
+        # Drop the positions settled above and those whose n-gram the other side lacks (they cannot match again).
+        # A pass costs, so a few of the latter are carried along until they are worth one.
+        if not look:
+            kept = common
+        if gone or 16 * (len(counts_h) - len(common)) > len(counts_h):
+            grams_h, live_h = _keep(grams_h, live_h, list(map(kept.__contains__, grams_h)))
+        if gone or 16 * (len(counts_r) - len(common)) > len(counts_r):
+            grams_r, live_r = _keep(grams_r, live_r, list(map(kept.__contains__, grams_r)))
         if not grams_h or not grams_r:
             break
+        if not look:
+            continue
+        if 4 * (len(kinds) - len(gone)) <= len(grams_h) + len(grams_r):
+            # Few top-order n-grams left: count the higher orders down from them.
+            cut = itemgetter(slice(0, n))
+            top_h = Counter(compress(tops_h, map(kept.__contains__, map(cut, tops_h))))
+            top_r = Counter(compress(tops_r, map(kept.__contains__, map(cut, tops_r))))
+            out[offset + 3 * (orders - 1) + 2] += _matches(top_h, top_r)
+            _add_top_down(top_h, top_r, text_h, live_h, text_r, live_r, orders - 1, n, out, offset)
+            break
+        if 4 * (len(grams_h) + len(grams_r)) > 3 * live:  # settled little: look again once half are gone
+            look_below = live // 2
     running = 0
     for n in range(2, orders + 1):
-        running += paired[n]
+        running += settled[n]
         out[offset + 3 * (n - 1) + 2] += running
 
 
-def _settle(pairs: set[str], grams_h: Sequence[str], alive_h: bytearray, grams_r: Sequence[str],
-            alive_r: bytearray, units_h: Sequence[str], units_r: Sequence[str], n: int, orders: int,
-            paired: list[int]) -> None:
-    """Unique pairs (an n-gram once on each side): no other position can share their longer n-grams, so each
-    pair matches at every higher order for as long as the two sequences continue alike. Counted into ``paired``
-    (a difference array over orders) by comparing what follows them, instead of hashing them order by order."""
-    where_h = dict(zip(grams_h, compress(range(len(alive_h)), alive_h)))
-    where_r = dict(zip(grams_r, compress(range(len(alive_r)), alive_r)))
-    span = orders - n
-    for gram in pairs:
-        i, j = where_h[gram] + n, where_r[gram] + n
-        after_h, after_r = units_h[i : i + span], units_r[j : j + span]
-        if after_h == after_r:
-            same = len(after_h)
-        else:
-            same = 0
-            for unit_h, unit_r in zip(after_h, after_r):
-                if unit_h != unit_r:
-                    break
-                same += 1
-        if same:
-            paired[n + 1] += 1
-            paired[n + 1 + same] -= 1
+def _alike(kinds: Iterable[str], short_h: Sequence[str], short_r: Sequence[str], n: int) -> set[str]:
+    """The live n-grams all of whose occurrences, on both sides, continue alike up to the top order.
+
+    Such an n-gram's longer n-grams occur at the same positions at every higher order, so each higher order
+    matches it min(count in hypothesis, count in reference) times, with no more hashing. An n-gram qualifies when
+    the top-order n-grams (``kinds``) starting with it are one and no occurrence is too near the end to have one
+    (``short_h``, ``short_r``: the n-grams of those occurrences).
+    """
+    tops_per_gram = Counter(map(itemgetter(slice(0, n)), kinds))
+    alike = set(compress(tops_per_gram, map((1).__eq__, tops_per_gram.values())))
+    alike.difference_update(short_h, short_r)
+    return alike
 
 
-def add_character_orders_short_reference(hypothesis: str, reference: str, out: list[int], orders: int) -> None:
-    """:func:`add_orders` for characters when the reference is short (at most SHORT_REFERENCE code points).
+def _unique(common: set[str], counts_h: Counter[str], counts_r: Counter[str]) -> set[str]:
+    """The shared n-grams that occur exactly once on each side."""
+    both = map(add, map(counts_h.__getitem__, common), map(counts_r.__getitem__, common))
+    return set(compress(common, map((2).__eq__, both)))
+
+
+def _add_pairs(firsts: list[str], seconds: list[str], n: int, orders: int, out: list[int], offset: int) -> None:
+    """Add the matches of orders n+1..orders-1 of unique pairs, given as their two top-order n-grams: a pair
+    matches at an order while the two agree up to it. (None agrees at the top order: those are settled as alike.)"""
+    for k in range(n + 1, orders):
+        cut = itemgetter(slice(0, k))
+        agree = list(map(eq, map(cut, firsts), map(cut, seconds)))
+        agreeing = agree.count(True)
+        if not agreeing:
+            return
+        out[offset + 3 * (k - 1) + 2] += agreeing
+        if agreeing < len(agree):
+            firsts, seconds = list(compress(firsts, agree)), list(compress(seconds, agree))
+
+
+def _add_top_down(counts_h: dict[str, int], counts_r: dict[str, int], text_h: str, live_h: list[int],
+                  text_r: str, live_r: list[int], high: int, low: int, out: list[int], offset: int) -> None:
+    """Add the matches of orders high..low+1, counted down from the counts of the live positions' (high+1)-grams.
+
+    Each order's counts are the next order's, summed by prefix, plus the one live position (if any) with room for
+    this order but not the next. Costs the number of distinct n-grams per order, not the number of positions.
+    """
+    for k in range(high, low, -1):
+        counts_h, counts_r = _shorter(counts_h, text_h, live_h, k), _shorter(counts_r, text_r, live_r, k)
+        out[offset + 3 * (k - 1) + 2] += _matches(counts_h, counts_r)
+
+
+def _matches(counts_h: dict[str, int], counts_r: dict[str, int]) -> int:
+    """Clipped matches: the sum over shared n-grams of the smaller count."""
+    common = counts_h.keys() & counts_r.keys()
+    return sum(map(min, map(counts_h.__getitem__, common), map(counts_r.__getitem__, common)))
+
+
+def _start_order(counts: Counter[str], length: int) -> int:
+    """The order from which n-grams are counted upward (those below it are counted down from it).
+
+    Below it most n-grams repeat many times, which is cheaper to count down, by distinct n-gram, than up, by
+    position. Estimated as the first order at which the text's perplexity per code point (its entropy as a
+    number of equally likely code points) gives an eighth as many n-grams as positions.
+    """
+    entropy: float = math.log(length) - sum(map(mul, counts.values(), map(math.log, counts.values()))) / length
+    if entropy < 0.4:  # nearly one repeated code point
+        return length
+    return max(1, math.ceil(math.log(max(length / 8, 1)) / entropy))
+
+
+def _grams(text: str, n: int) -> list[str]:
+    """Every n-gram of ``text``, in order, built by doubling: 2k-grams are k-grams joined to those k on."""
+    grams, size = list(text), 1
+    while 2 * size <= n:
+        grams, size = list(map(add, grams, grams[size:])), 2 * size
+    if size < n:
+        grams = list(map(add, grams, _grams(text[size:], n - size)))
+    return grams
+
+
+def _shorter(counts: dict[str, int], text: str, live: list[int], k: int) -> dict[str, int]:
+    """Counts of k-grams from counts of (k+1)-grams: summed by prefix, plus the live position at len - k."""
+    shorter: dict[str, int] = {}
+    get = shorter.get
+    for gram, times in zip(map(itemgetter(slice(0, k)), counts), counts.values()):
+        shorter[gram] = get(gram, 0) + times
+    last = len(text) - k
+    at = bisect_left(live, last)
+    if last >= 0 and at < len(live) and live[at] == last:
+        shorter[text[last:]] = get(text[last:], 0) + 1
+    return shorter
+
+
+def add_orders_short_reference(hypothesis: str, reference: str, out: list[int], offset: int, orders: int) -> None:
+    """:func:`add_orders` when the reference is short (at most SHORT_REFERENCE code points).
 
     Only hypothesis n-grams are built: each is looked up by searching the reference string, which for a short
     reference is cheaper than hashing the reference's n-grams. A search costs at most the reference's length
@@ -144,22 +281,22 @@ def add_character_orders_short_reference(hypothesis: str, reference: str, out: l
     """
     length_h, length_r = len(hypothesis), len(reference)
     for n in range(1, orders + 1):
-        out[3 * (n - 1)] += max(0, length_h - n + 1)
-        out[3 * (n - 1) + 1] += max(0, length_r - n + 1)
+        out[offset + 3 * (n - 1)] += max(0, length_h - n + 1)
+        out[offset + 3 * (n - 1) + 1] += max(0, length_r - n + 1)
     if not length_h or not length_r:
         return
     if hypothesis == reference:
         for n in range(1, min(orders, length_h) + 1):
-            out[3 * (n - 1) + 2] += length_h - n + 1
+            out[offset + 3 * (n - 1) + 2] += length_h - n + 1
         return
     counts_h, counts_r = Counter(hypothesis), Counter(reference)
     common = counts_h.keys() & counts_r.keys()
     if not common:
         return
     if len(counts_h) == length_h:
-        out[2] += len(common)
+        out[offset + 2] += len(common)
     else:
-        out[2] += sum(map(min, map(counts_h.__getitem__, common), map(counts_r.__getitem__, common)))
+        out[offset + 2] += sum(map(min, map(counts_h.__getitem__, common), map(counts_r.__getitem__, common)))
     positions = list(compress(range(length_h), map(common.__contains__, hypothesis)))
     may_repeat = True
     for n in range(2, orders + 1):
@@ -179,7 +316,7 @@ def add_character_orders_short_reference(hypothesis: str, reference: str, out: l
             for gram, times in repeated:
                 matches -= times - min(times, _occurrences(reference, gram))
             may_repeat = bool(repeated)
-        out[3 * (n - 1) + 2] += matches
+        out[offset + 3 * (n - 1) + 2] += matches
         positions = list(compress(positions, found))
 
 
@@ -192,10 +329,19 @@ def _occurrences(text: str, part: str) -> int:
     return count
 
 
-def _drop(alive: bytearray, keep: list[bool]) -> None:
-    """Mark the live positions whose n-gram is not kept (``keep`` runs over them in order) as no longer alive."""
-    for position in compress(compress(range(len(alive)), alive), map(not_, keep)):
-        alive[position] = 0
+def _keep(grams: list[str] | str, live: list[int], keep: list[bool]) -> tuple[list[str], list[int]]:
+    """The kept n-grams and the kept live positions (``keep`` runs over the n-grams, which are a prefix of them)."""
+    kept = list(compress(live, keep))
+    kept.extend(live[len(keep) :])
+    return list(compress(grams, keep)), kept
+
+
+def add_segment(hypothesis: str, reference: str, out: list[int], offset: int, orders: int) -> None:
+    """Add one segment's counts of orders 1..orders (characters or token code points) at ``out[offset:]``."""
+    if len(reference) <= SHORT_REFERENCE:
+        add_orders_short_reference(hypothesis, reference, out, offset, orders)
+    else:
+        add_orders(hypothesis, reference, out, offset, orders)
 
 
 def count(
@@ -217,12 +363,9 @@ def count(
                 hypothesis_chars, reference_chars = "".join(hypothesis.split()), "".join(reference.split())
             else:
                 hypothesis_chars, reference_chars = hypothesis, reference
-            if len(reference_chars) <= SHORT_REFERENCE:
-                add_character_orders_short_reference(hypothesis_chars, reference_chars, out, char_order)
-            else:
-                add_orders(hypothesis_chars, reference_chars, "", out, 0, char_order)
+            add_segment(hypothesis_chars, reference_chars, out, 0, char_order)
         if word_order:
-            add_orders(words(hypothesis), words(reference), " ", out, 3 * char_order, word_order)
+            add_segment(*token_texts(words(hypothesis), words(reference)), out, 3 * char_order, word_order)
         if per_segment:
             rows.extend(out)
     if per_segment:
