@@ -64,6 +64,12 @@ def near_limit(kind: str, segments: int = SEGMENTS, limit: int = LIMIT) -> tuple
     return hypotheses, references
 
 
+def against_itself(text: str, at: int, letter: str, word_order: int = 0) -> dict:
+    """A request scoring ``text`` against itself with the letter at ``at`` replaced, at char_order 10."""
+    return {"hypotheses": [text], "references": [text[:at] + letter + text[at + 1 :]], "char_order": 10,
+            "word_order": word_order}
+
+
 def adversarial() -> dict[str, dict]:
     """Valid requests built to be as slow as possible for a counting kernel (each at most 65536 bytes).
 
@@ -99,37 +105,19 @@ def adversarial() -> dict[str, dict]:
         "near-identical long texts (c10 w4)": {
             "hypotheses": [near], "references": [near[: half - 1] + "!"], "char_order": 10, "word_order": 4,
         },
-        "a random text twice against itself, one letter changed (c10 w4)": {
-            "hypotheses": [twice], "references": [twice[: half // 4] + "!" + twice[half // 4 + 1 :]],
-            "char_order": 10, "word_order": 4,
-        },
-        "a random text twice against itself, characters only (c10)": {
-            "hypotheses": [twice], "references": [twice[: half // 4] + "!" + twice[half // 4 + 1 :]],
-            "char_order": 10, "word_order": 0,
-        },
+        "a random text twice against itself, one letter changed (c10 w4)": against_itself(twice, half // 4, "!", 4),
+        "a random text twice against itself, characters only (c10)": against_itself(twice, half // 4, "!"),
         "near-identical long texts, characters only (c10)": {
             "hypotheses": [near], "references": ["!" + near[1 : half - 1] + "!"], "char_order": 10, "word_order": 0,
         },
         "a random text against itself with every 11th letter changed (c10)": {
             "hypotheses": [near], "references": [every_eleventh], "char_order": 10, "word_order": 0,
         },
-        "a random text three times against itself, one letter changed (c10)": {
-            "hypotheses": [thrice], "references": [thrice[: half // 6] + "!" + thrice[half // 6 + 1 :]],
-            "char_order": 10, "word_order": 0,
-        },
-        "random two-letter text against itself, one letter changed (c10)": {
-            "hypotheses": [binary], "references": [binary[: half // 2] + "c" + binary[half // 2 + 1 :]],
-            "char_order": 10, "word_order": 0,
-        },
-        "random three-letter text against itself, one letter changed (c10)": {
-            "hypotheses": [ternary], "references": [ternary[: half // 2] + "d" + ternary[half // 2 + 1 :]],
-            "char_order": 10, "word_order": 0,
-        },
-        "a run of one letter, then random text, against itself, one changed (c10)": {
-            "hypotheses": [run_then_random],
-            "references": [run_then_random[: half // 4] + "b" + run_then_random[half // 4 + 1 :]],
-            "char_order": 10, "word_order": 0,
-        },
+        "a random text three times against itself, one letter changed (c10)": against_itself(thrice, half // 6, "!"),
+        "random two-letter text against itself, one letter changed (c10)": against_itself(binary, half // 2, "c"),
+        "random three-letter text against itself, one letter changed (c10)": against_itself(ternary, half // 2, "d"),
+        "a run of one letter, then random text, against itself, one changed (c10)": against_itself(
+            run_then_random, half // 4, "b"),
         "a b a b ... both sides (c10 w4)": {
             "hypotheses": [run], "references": [run[:-2] + "c "], "char_order": 10, "word_order": 4,
         },
