@@ -66,23 +66,13 @@ def token_texts(tokens_h: list[str], tokens_r: list[str]) -> tuple[str, str]:
 
 
 def add_orders(text_h: str, text_r: str, out: list[int], offset: int, orders: int) -> None:
-    """Add one segment's counts of orders 1..orders to ``out[offset + 3 * (n - 1) + {0, 1, 2}]``.
+    """Add the matches of orders 1..orders of two different non-empty texts to ``out[offset + 3 * (n - 1) + 2]``.
 
     Orders below a start order, where most n-grams repeat many times, are counted down from the start order's
     counts (:func:`_add_top_down`). From the start order on, each order's n-grams are the live positions'
     (n-1)-grams extended by the next code point, built by concatenation in C.
     """
     length_h, length_r = len(text_h), len(text_r)
-    for n in range(1, orders + 1):
-        base = offset + 3 * (n - 1)
-        out[base] += max(0, length_h - n + 1)
-        out[base + 1] += max(0, length_r - n + 1)
-    if not length_h or not length_r:
-        return
-    if text_h == text_r:
-        for n in range(1, min(orders, length_h) + 1):
-            out[offset + 3 * (n - 1) + 2] += length_h - n + 1
-        return
     counts_h, counts_r = Counter(text_h), Counter(text_r)
     if counts_h.keys().isdisjoint(counts_r.keys()):
         return
@@ -279,16 +269,7 @@ def add_orders_short_reference(hypothesis: str, reference: str, out: list[int], 
     reference is cheaper than hashing the reference's n-grams. A search costs at most the reference's length
     times n, so the bound on the reference keeps this linear in the text.
     """
-    length_h, length_r = len(hypothesis), len(reference)
-    for n in range(1, orders + 1):
-        out[offset + 3 * (n - 1)] += max(0, length_h - n + 1)
-        out[offset + 3 * (n - 1) + 1] += max(0, length_r - n + 1)
-    if not length_h or not length_r:
-        return
-    if hypothesis == reference:
-        for n in range(1, min(orders, length_h) + 1):
-            out[offset + 3 * (n - 1) + 2] += length_h - n + 1
-        return
+    length_h = len(hypothesis)
     counts_h, counts_r = Counter(hypothesis), Counter(reference)
     common = counts_h.keys() & counts_r.keys()
     if not common:
@@ -337,7 +318,20 @@ def _keep(grams: list[str] | str, live: list[int], keep: list[bool]) -> tuple[li
 
 
 def add_segment(hypothesis: str, reference: str, out: list[int], offset: int, orders: int) -> None:
-    """Add one segment's counts of orders 1..orders (characters or token code points) at ``out[offset:]``."""
+    """Add one segment's counts of orders 1..orders (characters or token code points) at ``out[offset:]``.
+
+    The totals and the identical and empty cases here; the matches of two different non-empty texts by the
+    string search or the hashing path.
+    """
+    for n in range(1, orders + 1):
+        out[offset + 3 * (n - 1)] += max(0, len(hypothesis) - n + 1)
+        out[offset + 3 * (n - 1) + 1] += max(0, len(reference) - n + 1)
+    if not hypothesis or not reference:
+        return
+    if hypothesis == reference:
+        for n in range(1, min(orders, len(hypothesis)) + 1):
+            out[offset + 3 * (n - 1) + 2] += len(hypothesis) - n + 1
+        return
     if len(reference) <= SHORT_REFERENCE:
         add_orders_short_reference(hypothesis, reference, out, offset, orders)
     else:
