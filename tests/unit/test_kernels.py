@@ -201,3 +201,15 @@ def test_python_kernel_counts_long_small_alphabet_texts_exactly(texts, char_orde
     hypothesis, reference = texts
     expected = naive_counts([hypothesis], [reference], char_order, word_order)
     assert run("python", [hypothesis], [reference], char_order, word_order) == expected
+
+
+def test_python_kernel_counts_more_distinct_words_than_code_points_exactly(monkeypatch):
+    # Past the code-point range, words found on one side only share one code point per side (they match nothing).
+    monkeypatch.setattr(python_kernel, "CODE_POINTS", 8)
+    hypothesis, reference = "a b c d e f g h a b x", "a b c y z a b w v u"
+    for word_order in (1, 2, 4):
+        assert run("python", [hypothesis], [reference], 0, word_order) == naive_counts(
+            [hypothesis], [reference], 0, word_order)
+    monkeypatch.setattr(python_kernel, "CODE_POINTS", 3)
+    with pytest.raises(ValueError, match="shares 3 distinct words"):
+        run("python", [hypothesis], [reference], 0, 2)

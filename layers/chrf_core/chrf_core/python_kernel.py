@@ -30,6 +30,7 @@ SHORT_REFERENCE = 256
 # SMALL_CLASS occurrences (both sides together): below that, looking costs more than settling saves.
 SETTLE_FROM = 64
 SMALL_CLASS = 4
+CODE_POINTS = sys.maxunicode + 1  # how many distinct words a segment pair can have as one code point each
 ASCII_PUNCTUATION = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")  # string.punctuation
 
 
@@ -53,16 +54,23 @@ def words(text: str) -> list[str]:
 def token_texts(tokens_h: list[str], tokens_r: list[str]) -> tuple[str, str]:
     """Both sides' tokens as strings of one code point per token, equal code points for equal tokens.
 
-    Code points are only compared, never encoded, so surrogates serve like any other. A request holds fewer than
-    0x110000 distinct tokens; only a command-line line of megabytes could hold more.
+    Code points are only compared, never encoded, so surrogates serve like any other. A request holds far fewer
+    than CODE_POINTS distinct tokens; should a segment pair (a command-line line of megabytes) hold more, the
+    tokens found on one side only become one code point per side: n-grams holding them can match nothing either
+    way, and the totals do not depend on which tokens they are.
     """
     vocabulary = dict.fromkeys(tokens_h)
     vocabulary.update(dict.fromkeys(tokens_r))
-    if len(vocabulary) > sys.maxunicode + 1:
-        raise ValueError(f"a segment pair has {len(vocabulary)} distinct words; the pure-Python kernel counts at "
-                         f"most {sys.maxunicode + 1} (the native kernel has no such limit)")
-    code = dict(zip(vocabulary, map(chr, range(len(vocabulary)))))
-    return "".join(map(code.__getitem__, tokens_h)), "".join(map(code.__getitem__, tokens_r))
+    if len(vocabulary) <= CODE_POINTS:
+        code = dict(zip(vocabulary, map(chr, range(len(vocabulary)))))
+        return "".join(map(code.__getitem__, tokens_h)), "".join(map(code.__getitem__, tokens_r))
+    shared = set(tokens_h).intersection(tokens_r)
+    if len(shared) + 2 > CODE_POINTS:
+        raise ValueError(f"a segment pair shares {len(shared)} distinct words; the pure-Python kernel counts at "
+                         f"most {CODE_POINTS - 2} (the native kernel has no such limit)")
+    code = dict(zip(shared, map(chr, range(2, len(shared) + 2))))
+    return ("".join([code.get(token, "\x00") for token in tokens_h]),
+            "".join([code.get(token, "\x01") for token in tokens_r]))
 
 
 def add_orders(text_h: str, text_r: str, out: list[int], offset: int, orders: int) -> None:
