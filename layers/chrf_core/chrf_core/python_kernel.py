@@ -136,10 +136,9 @@ def add_orders(text_h: str, text_r: str, out: list[int], offset: int, orders: in
             # and the other shared n-grams (then subtracted from the order's matches).
             rest = common - alike
             if len(rest) < len(alike):
-                matched = matches - sum(map(min, map(counts_h.__getitem__, rest), map(counts_r.__getitem__, rest)))
+                matched = matches - _clipped(counts_h, counts_r, rest)
             else:
-                shared = alike & common
-                matched = sum(map(min, map(counts_h.__getitem__, shared), map(counts_r.__getitem__, shared)))
+                matched = _clipped(counts_h, counts_r, alike & common)
             settled[n + 1] += matched
             settled[orders + 1] -= matched
             # Unique pairs (an n-gram once on each side) that part before the top order: follow each pair's two
@@ -230,8 +229,12 @@ def _add_top_down(counts_h: dict[str, int], counts_r: dict[str, int], text_h: st
 
 def _matches(counts_h: dict[str, int], counts_r: dict[str, int]) -> int:
     """Clipped matches: the sum over shared n-grams of the smaller count."""
-    common = counts_h.keys() & counts_r.keys()
-    return sum(map(min, map(counts_h.__getitem__, common), map(counts_r.__getitem__, common)))
+    return _clipped(counts_h, counts_r, counts_h.keys() & counts_r.keys())
+
+
+def _clipped(counts_h: dict[str, int], counts_r: dict[str, int], grams: set[str]) -> int:
+    """The sum over ``grams`` (each counted on both sides) of the smaller count."""
+    return sum(map(min, map(counts_h.__getitem__, grams), map(counts_r.__getitem__, grams)))
 
 
 def _start_order(counts: Counter[str], length: int) -> int:
@@ -285,7 +288,7 @@ def add_orders_short_reference(hypothesis: str, reference: str, out: list[int], 
     if len(counts_h) == length_h:
         out[offset + 2] += len(common)
     else:
-        out[offset + 2] += sum(map(min, map(counts_h.__getitem__, common), map(counts_r.__getitem__, common)))
+        out[offset + 2] += _clipped(counts_h, counts_r, common)
     positions = list(compress(range(length_h), map(common.__contains__, hypothesis)))
     may_repeat = True
     for n in range(2, orders + 1):
