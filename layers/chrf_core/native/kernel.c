@@ -22,8 +22,8 @@
 #include <string.h>
 
 #define MAX_ORDERS 14
-#define NO_CLASS 0xFFFFFFFFu
-#define BRANCHES 0xFFFFFFFEu /* no unit or class id reaches these values */
+#define NO_CLASS 0xFFFFFFFFu /* no unit or class id reaches this value */
+#define DIRECT_SLOTS (1u << 16)
 #define MAX_LENGTH 0x0FFFFFFFu /* code points per side of one segment: keeps every index and table size in 32 bits */
 
 typedef struct {
@@ -31,6 +31,11 @@ typedef struct {
     uint32_t value;
     uint32_t stamp;
 } Slot;
+
+typedef struct {
+    uint32_t stamp;
+    uint32_t value;
+} DirectSlot;
 
 typedef struct {
     uint64_t hash;
@@ -44,19 +49,21 @@ typedef struct {
 typedef struct {
     uint32_t *raw[2];   /* code points of the hypothesis [0] and reference [1] */
     uint32_t *units[2]; /* characters after whitespace removal, or token ids */
-    uint32_t *cls[2];   /* class id of the n-gram starting at each position */
-    uint32_t *alive[2]; /* positions that can still match */
-    uint32_t *count[2]; /* occurrences of each class on each side */
-    uint32_t *partner;  /* the last reference position seen in each class */
-    uint32_t *next;     /* per class: the unit every member continues with, or BRANCHES */
-    uint32_t *renamed;  /* per class: its id at the next order when it does not branch */
+    uint32_t *cls[2];      /* class id of the n-gram starting at each position */
+    uint32_t *alive[2];    /* positions that can still match */
+    uint32_t *count[2][2]; /* [this order's, the next order's][side]: occurrences of each class */
+    uint32_t *partner[2];  /* [this order's, the next order's]: the last reference position seen in each class */
+    uint32_t *memo_unit;   /* per class: the unit its first continuing member continues with, or NO_CLASS */
+    uint32_t *memo_class;  /* per class: the class of that continuation at the next order */
     size_t side_capacity;
     Slot *table;
     TokenSlot *tokens;
+    DirectSlot *direct; /* DIRECT_SLOTS slots indexed by class * alphabet + unit, for orders with few classes */
     size_t table_capacity;
     uint32_t mask;
     uint32_t stamp;
     uint32_t token_stamp;
+    uint32_t direct_stamp;
 } Work;
 
 static uint64_t hash_seed = 0x243F6A8885A308D3ull;
@@ -108,14 +115,20 @@ static int reserve(Work *work, size_t longer, size_t keys) {
                 grow((void **)&work->units[side], capacity, sizeof(uint32_t)) ||
                 grow((void **)&work->cls[side], capacity, sizeof(uint32_t)) ||
                 grow((void **)&work->alive[side], capacity, sizeof(uint32_t)) ||
-                grow((void **)&work->count[side], 2 * capacity, sizeof(uint32_t)))
+                grow((void **)&work->count[0][side], 2 * capacity, sizeof(uint32_t)) ||
+                grow((void **)&work->count[1][side], 2 * capacity, sizeof(uint32_t)) ||
+                grow((void **)&work->partner[side], 2 * capacity, sizeof(uint32_t)))
                 return -1;
         }
-        if (grow((void **)&work->partner, 2 * capacity, sizeof(uint32_t)) ||
-            grow((void **)&work->next, 2 * capacity, sizeof(uint32_t)) ||
-            grow((void **)&work->renamed, 2 * capacity, sizeof(uint32_t)))
+        if (grow((void **)&work->memo_unit, 2 * capacity, sizeof(uint32_t)) ||
+            grow((void **)&work->memo_class, 2 * capacity, sizeof(uint32_t)))
             return -1;
         work->side_capacity = capacity;
+    }
+    if (work->direct == NULL) {
+        work->direct = PyMem_Calloc(DIRECT_SLOTS, sizeof(DirectSlot));
+        if (work->direct == NULL) return -1;
+        work->direct_stamp = 0;
     }
     size_t slots = 16;
     while (slots < 2 * keys) slots <<= 1;
@@ -135,11 +148,13 @@ static void release(Work *work) {
         PyMem_Free(work->units[side]);
         PyMem_Free(work->cls[side]);
         PyMem_Free(work->alive[side]);
-        PyMem_Free(work->count[side]);
+        PyMem_Free(work->count[0][side]);
+        PyMem_Free(work->count[1][side]);
+        PyMem_Free(work->partner[side]);
     }
-    PyMem_Free(work->partner);
-    PyMem_Free(work->next);
-    PyMem_Free(work->renamed);
+    PyMem_Free(work->memo_unit);
+    PyMem_Free(work->memo_class);
+    PyMem_Free(work->direct);
     PyMem_Free(work->table);
     PyMem_Free(work->tokens);
     memset(work, 0, sizeof *work);
@@ -218,22 +233,52 @@ static size_t tokenize(Work *work, int side, size_t length, uint32_t *tokens) {
     return count;
 }
 
+/* A fresh, empty direct table (its slots are valid only when stamped with the current stamp). */
+static void new_direct_generation(Work *work) {
+    if (++work->direct_stamp == 0) {
+        for (size_t i = 0; i < DIRECT_SLOTS; i++) work->direct[i].stamp = 0;
+        work->direct_stamp = 1;
+    }
+}
+
+/*
+ * The class at the next order of an n-gram of class `c` followed by `unit`, new ids dense from *classes. With few
+ * classes the pair indexes the direct table; otherwise each class remembers the continuation of its first member,
+ * so the members that continue alike (a passage that repeats) never touch the hash table.
+ */
+static inline uint32_t continuation(Work *work, int direct, uint32_t alphabet, uint32_t c, uint32_t unit,
+                                    uint32_t *classes) {
+    if (direct) {
+        DirectSlot *slot = &work->direct[c * alphabet + unit];
+        if (slot->stamp != work->direct_stamp) {
+            slot->stamp = work->direct_stamp;
+            slot->value = (*classes)++;
+        }
+        return slot->value;
+    }
+    if (work->memo_unit[c] == unit) return work->memo_class[c];
+    if (work->memo_unit[c] == NO_CLASS) {
+        work->memo_unit[c] = unit;
+        return work->memo_class[c] = (*classes)++;
+    }
+    return intern_pair(work, c, unit, classes);
+}
+
 /*
  * Add the counts of orders 1..orders for one segment to out[3 * (n - 1) + {0, 1, 2}] (hypothesis n-grams,
  * reference n-grams, clipped matches). units[side] hold the sequences, cls[side] their order-1 classes, which
  * are dense ids below `classes`.
  *
- * A class with exactly one position on each side is a unique pair: no other position can ever share its longer
- * n-grams, so the pair matches at each higher order for as long as the two sequences continue alike. Such pairs
- * are settled by comparing units directly and leave the tables, which keeps long, near-identical texts cheap.
- * Likewise a class whose members all continue with the same unit stays one class at the next order: it is
- * renamed without a table lookup, so repeated passages (a text twice over) cost no hashing either.
+ * One pass per order over the positions that can still match: a position whose class occurs on one side only is
+ * dropped (it cannot match at any higher order), the others get their class at the next order, counted as they
+ * go. A class with exactly one position on each side is a unique pair: no other position can ever share its
+ * longer n-grams, so the pair matches at each higher order for as long as the two sequences continue alike. Such
+ * pairs are settled by comparing units directly and leave the pass, which keeps long, near-identical texts cheap.
  */
 static void count_orders(Work *work, size_t length_h, size_t length_r, uint32_t classes, int orders, int64_t *out) {
-    const uint32_t *units_h = work->units[0], *units_r = work->units[1];
+    uint32_t *units_h = work->units[0], *units_r = work->units[1];
     uint32_t *cls_h = work->cls[0], *cls_r = work->cls[1];
     uint32_t *alive_h = work->alive[0], *alive_r = work->alive[1];
-    uint32_t *count_h = work->count[0], *count_r = work->count[1], *partner = work->partner;
     int64_t paired[MAX_ORDERS + 2] = {0}; /* difference array: matches of unique pairs per order */
     for (int n = 1; n <= orders; n++) {
         out[3 * (n - 1)] += length_h >= (size_t)n ? (int64_t)(length_h - n + 1) : 0;
@@ -244,39 +289,44 @@ static void count_orders(Work *work, size_t length_h, size_t length_r, uint32_t 
         for (int n = 1; n <= orders && (size_t)n <= length_h; n++) out[3 * (n - 1) + 2] += (int64_t)(length_h - n + 1);
         return;
     }
+    /* From here on a unit is its order-1 class, a dense id below `alphabet`, so that (class, unit) can index the
+       direct table. */
+    const uint32_t alphabet = classes;
+    memcpy(units_h, cls_h, length_h * sizeof(uint32_t));
+    memcpy(units_r, cls_r, length_r * sizeof(uint32_t));
+    int now = 0;
+    memset(work->count[now][0], 0, classes * sizeof(uint32_t));
+    memset(work->count[now][1], 0, classes * sizeof(uint32_t));
+    for (size_t i = 0; i < length_h; i++) {
+        work->count[now][0][cls_h[i]]++;
+        alive_h[i] = (uint32_t)i;
+    }
+    for (size_t j = 0; j < length_r; j++) {
+        work->count[now][1][cls_r[j]]++;
+        work->partner[now][cls_r[j]] = (uint32_t)j;
+        alive_r[j] = (uint32_t)j;
+    }
     size_t alive_count_h = length_h, alive_count_r = length_r;
-    int n = 1;
-    for (;; n++) {
-        memset(count_h, 0, classes * sizeof(uint32_t));
-        memset(count_r, 0, classes * sizeof(uint32_t));
-        if (n == 1) {
-            for (size_t i = 0; i < length_h; i++) count_h[cls_h[i]]++;
-            for (size_t j = 0; j < length_r; j++) {
-                count_r[cls_r[j]]++;
-                partner[cls_r[j]] = (uint32_t)j;
-            }
-        } else {
-            for (size_t k = 0; k < alive_count_h; k++) count_h[cls_h[alive_h[k]]]++;
-            for (size_t k = 0; k < alive_count_r; k++) {
-                uint32_t j = alive_r[k];
-                count_r[cls_r[j]]++;
-                partner[cls_r[j]] = j;
-            }
-        }
+    for (int n = 1;; n++) {
+        const uint32_t *count_h = work->count[now][0], *count_r = work->count[now][1], *partner = work->partner[now];
+        uint32_t *next_h = work->count[!now][0], *next_r = work->count[!now][1], *next_partner = work->partner[!now];
         int64_t matches = 0;
         for (uint32_t c = 0; c < classes; c++) matches += count_h[c] < count_r[c] ? count_h[c] : count_r[c];
         out[3 * (n - 1) + 2] += matches;
         if (matches == 0 || n == orders) break;
-        /* Keep the positions whose n-gram occurs on both sides and that have room for one more unit; settle the
-           unique pairs by comparing what follows them; note for each class whether its members all continue
-           with the same unit. */
-        uint32_t *next = work->next, *renamed = work->renamed;
-        memset(next, 0xFF, classes * sizeof(uint32_t));
-        memset(renamed, 0xFF, classes * sizeof(uint32_t));
+        const int direct = (uint64_t)classes * alphabet <= DIRECT_SLOTS;
+        if (direct) {
+            new_direct_generation(work);
+        } else {
+            new_generation(work, alive_count_h + alive_count_r);
+            memset(work->memo_unit, 0xFF, classes * sizeof(uint32_t));
+        }
+        memset(next_h, 0, (alive_count_h + alive_count_r) * sizeof(uint32_t));
+        memset(next_r, 0, (alive_count_h + alive_count_r) * sizeof(uint32_t));
+        uint32_t next_classes = 0;
         size_t kept_h = 0, kept_r = 0;
         for (size_t k = 0; k < alive_count_h; k++) {
-            uint32_t i = n == 1 ? (uint32_t)k : alive_h[k];
-            uint32_t c = cls_h[i];
+            uint32_t i = alive_h[k], c = cls_h[i];
             if (!count_r[c] || i + (size_t)n >= length_h) continue;
             if (count_h[c] == 1 && count_r[c] == 1) {
                 size_t j = partner[c], same = 0;
@@ -287,37 +337,25 @@ static void count_orders(Work *work, size_t length_h, size_t length_r, uint32_t 
                 paired[n + 1 + same] -= 1;
                 continue;
             }
-            uint32_t unit = units_h[i + n];
-            next[c] = next[c] == NO_CLASS || next[c] == unit ? unit : BRANCHES;
+            uint32_t child = continuation(work, direct, alphabet, c, units_h[i + n], &next_classes);
+            cls_h[i] = child;
+            next_h[child]++;
             alive_h[kept_h++] = i;
         }
         for (size_t k = 0; k < alive_count_r; k++) {
-            uint32_t j = n == 1 ? (uint32_t)k : alive_r[k];
-            uint32_t c = cls_r[j];
+            uint32_t j = alive_r[k], c = cls_r[j];
             if (!count_h[c] || j + (size_t)n >= length_r || (count_h[c] == 1 && count_r[c] == 1)) continue;
-            uint32_t unit = units_r[j + n];
-            next[c] = next[c] == NO_CLASS || next[c] == unit ? unit : BRANCHES;
+            uint32_t child = continuation(work, direct, alphabet, c, units_r[j + n], &next_classes);
+            cls_r[j] = child;
+            next_r[child]++;
+            next_partner[child] = j;
             alive_r[kept_r++] = j;
         }
         alive_count_h = kept_h;
         alive_count_r = kept_r;
+        classes = next_classes;
+        now = !now;
         if (kept_h == 0 || kept_r == 0) break;
-        new_generation(work, kept_h + kept_r);
-        classes = 0;
-        for (int side = 0; side < 2; side++) {
-            uint32_t *alive = side ? alive_r : alive_h, *cls = side ? cls_r : cls_h;
-            const uint32_t *units = side ? units_r : units_h;
-            size_t kept = side ? kept_r : kept_h;
-            for (size_t k = 0; k < kept; k++) {
-                uint32_t i = alive[k], c = cls[i];
-                if (next[c] != BRANCHES) {
-                    if (renamed[c] == NO_CLASS) renamed[c] = classes++;
-                    cls[i] = renamed[c];
-                } else {
-                    cls[i] = intern_pair(work, c, units[i + n], &classes);
-                }
-            }
-        }
     }
     int64_t running = 0;
     for (int m = 2; m <= orders; m++) {
