@@ -37,6 +37,14 @@ typedef struct {
     uint32_t value;
 } DirectSlot;
 
+/* What one order keeps per class, side by side so that a position touches one cache line for its class. */
+typedef struct {
+    uint32_t count_h;    /* occurrences in the hypothesis */
+    uint32_t count_r;    /* occurrences in the reference */
+    uint32_t memo_unit;  /* the unit its first continuing member continues with, or NO_CLASS */
+    uint32_t memo_class; /* the class of that continuation at the next order */
+} ClassInfo;
+
 typedef struct {
     uint64_t hash;
     const uint32_t *text;
@@ -51,10 +59,8 @@ typedef struct {
     uint32_t *units[2]; /* characters after whitespace removal, or token ids */
     uint32_t *cls[2];      /* class id of the n-gram starting at each position */
     uint32_t *alive[2];    /* positions that can still match */
-    uint32_t *count[2][2]; /* [this order's, the next order's][side]: occurrences of each class */
+    ClassInfo *info[2];    /* [this order's, the next order's]: per class */
     uint32_t *partner[2];  /* [this order's, the next order's]: the last reference position seen in each class */
-    uint32_t *memo_unit;   /* per class: the unit its first continuing member continues with, or NO_CLASS */
-    uint32_t *memo_class;  /* per class: the class of that continuation at the next order */
     size_t side_capacity;
     Slot *table;
     TokenSlot *tokens;
@@ -115,14 +121,10 @@ static int reserve(Work *work, size_t longer, size_t keys) {
                 grow((void **)&work->units[side], capacity, sizeof(uint32_t)) ||
                 grow((void **)&work->cls[side], capacity, sizeof(uint32_t)) ||
                 grow((void **)&work->alive[side], capacity, sizeof(uint32_t)) ||
-                grow((void **)&work->count[0][side], 2 * capacity, sizeof(uint32_t)) ||
-                grow((void **)&work->count[1][side], 2 * capacity, sizeof(uint32_t)) ||
+                grow((void **)&work->info[side], 2 * capacity, sizeof(ClassInfo)) ||
                 grow((void **)&work->partner[side], 2 * capacity, sizeof(uint32_t)))
                 return -1;
         }
-        if (grow((void **)&work->memo_unit, 2 * capacity, sizeof(uint32_t)) ||
-            grow((void **)&work->memo_class, 2 * capacity, sizeof(uint32_t)))
-            return -1;
         work->side_capacity = capacity;
     }
     if (work->direct == NULL) {
@@ -148,12 +150,9 @@ static void release(Work *work) {
         PyMem_Free(work->units[side]);
         PyMem_Free(work->cls[side]);
         PyMem_Free(work->alive[side]);
-        PyMem_Free(work->count[0][side]);
-        PyMem_Free(work->count[1][side]);
+        PyMem_Free(work->info[side]);
         PyMem_Free(work->partner[side]);
     }
-    PyMem_Free(work->memo_unit);
-    PyMem_Free(work->memo_class);
     PyMem_Free(work->direct);
     PyMem_Free(work->table);
     PyMem_Free(work->tokens);
@@ -241,27 +240,40 @@ static void new_direct_generation(Work *work) {
     }
 }
 
+/* A new class of the next order, with no occurrences yet. */
+static inline uint32_t new_class(ClassInfo *next, uint32_t *classes) {
+    uint32_t id = (*classes)++;
+    next[id].count_h = next[id].count_r = 0;
+    next[id].memo_unit = NO_CLASS;
+    return id;
+}
+
 /*
  * The class at the next order of an n-gram of class `c` followed by `unit`, new ids dense from *classes. With few
  * classes the pair indexes the direct table; otherwise each class remembers the continuation of its first member,
  * so the members that continue alike (a passage that repeats) never touch the hash table.
  */
-static inline uint32_t continuation(Work *work, int direct, uint32_t alphabet, uint32_t c, uint32_t unit,
-                                    uint32_t *classes) {
+static inline uint32_t continuation(Work *work, int direct, uint32_t alphabet, ClassInfo *now, ClassInfo *next,
+                                    uint32_t c, uint32_t unit, uint32_t *classes) {
     if (direct) {
         DirectSlot *slot = &work->direct[c * alphabet + unit];
         if (slot->stamp != work->direct_stamp) {
             slot->stamp = work->direct_stamp;
-            slot->value = (*classes)++;
+            slot->value = new_class(next, classes);
         }
         return slot->value;
     }
-    if (work->memo_unit[c] == unit) return work->memo_class[c];
-    if (work->memo_unit[c] == NO_CLASS) {
-        work->memo_unit[c] = unit;
-        return work->memo_class[c] = (*classes)++;
+    if (now[c].memo_unit == unit) return now[c].memo_class;
+    if (now[c].memo_unit == NO_CLASS) {
+        now[c].memo_unit = unit;
+        return now[c].memo_class = new_class(next, classes);
     }
-    return intern_pair(work, c, unit, classes);
+    uint32_t before = *classes, child = intern_pair(work, c, unit, classes);
+    if (*classes != before) {
+        *classes = before;
+        new_class(next, classes);
+    }
+    return child;
 }
 
 /*
@@ -295,40 +307,41 @@ static void count_orders(Work *work, size_t length_h, size_t length_r, uint32_t 
     memcpy(units_h, cls_h, length_h * sizeof(uint32_t));
     memcpy(units_r, cls_r, length_r * sizeof(uint32_t));
     int now = 0;
-    memset(work->count[now][0], 0, classes * sizeof(uint32_t));
-    memset(work->count[now][1], 0, classes * sizeof(uint32_t));
+    ClassInfo *info = work->info[now];
+    for (uint32_t c = 0; c < classes; c++) {
+        info[c].count_h = info[c].count_r = 0;
+        info[c].memo_unit = NO_CLASS;
+    }
     for (size_t i = 0; i < length_h; i++) {
-        work->count[now][0][cls_h[i]]++;
+        info[cls_h[i]].count_h++;
         alive_h[i] = (uint32_t)i;
     }
     for (size_t j = 0; j < length_r; j++) {
-        work->count[now][1][cls_r[j]]++;
+        info[cls_r[j]].count_r++;
         work->partner[now][cls_r[j]] = (uint32_t)j;
         alive_r[j] = (uint32_t)j;
     }
     size_t alive_count_h = length_h, alive_count_r = length_r;
     for (int n = 1;; n++) {
-        const uint32_t *count_h = work->count[now][0], *count_r = work->count[now][1], *partner = work->partner[now];
-        uint32_t *next_h = work->count[!now][0], *next_r = work->count[!now][1], *next_partner = work->partner[!now];
+        ClassInfo *info = work->info[now], *next = work->info[!now];
+        const uint32_t *partner = work->partner[now];
+        uint32_t *next_partner = work->partner[!now];
         int64_t matches = 0;
-        for (uint32_t c = 0; c < classes; c++) matches += count_h[c] < count_r[c] ? count_h[c] : count_r[c];
+        for (uint32_t c = 0; c < classes; c++)
+            matches += info[c].count_h < info[c].count_r ? info[c].count_h : info[c].count_r;
         out[3 * (n - 1) + 2] += matches;
         if (matches == 0 || n == orders) break;
         const int direct = (uint64_t)classes * alphabet <= DIRECT_SLOTS;
-        if (direct) {
+        if (direct)
             new_direct_generation(work);
-        } else {
+        else
             new_generation(work, alive_count_h + alive_count_r);
-            memset(work->memo_unit, 0xFF, classes * sizeof(uint32_t));
-        }
-        memset(next_h, 0, (alive_count_h + alive_count_r) * sizeof(uint32_t));
-        memset(next_r, 0, (alive_count_h + alive_count_r) * sizeof(uint32_t));
         uint32_t next_classes = 0;
         size_t kept_h = 0, kept_r = 0;
         for (size_t k = 0; k < alive_count_h; k++) {
             uint32_t i = alive_h[k], c = cls_h[i];
-            if (!count_r[c] || i + (size_t)n >= length_h) continue;
-            if (count_h[c] == 1 && count_r[c] == 1) {
+            if (!info[c].count_r || i + (size_t)n >= length_h) continue;
+            if (info[c].count_h == 1 && info[c].count_r == 1) {
                 size_t j = partner[c], same = 0;
                 while (n + (int)same < orders && i + n + same < length_h && j + n + same < length_r &&
                        units_h[i + n + same] == units_r[j + n + same])
@@ -337,17 +350,18 @@ static void count_orders(Work *work, size_t length_h, size_t length_r, uint32_t 
                 paired[n + 1 + same] -= 1;
                 continue;
             }
-            uint32_t child = continuation(work, direct, alphabet, c, units_h[i + n], &next_classes);
+            uint32_t child = continuation(work, direct, alphabet, info, next, c, units_h[i + n], &next_classes);
             cls_h[i] = child;
-            next_h[child]++;
+            next[child].count_h++;
             alive_h[kept_h++] = i;
         }
         for (size_t k = 0; k < alive_count_r; k++) {
             uint32_t j = alive_r[k], c = cls_r[j];
-            if (!count_h[c] || j + (size_t)n >= length_r || (count_h[c] == 1 && count_r[c] == 1)) continue;
-            uint32_t child = continuation(work, direct, alphabet, c, units_r[j + n], &next_classes);
+            if (!info[c].count_h || j + (size_t)n >= length_r || (info[c].count_h == 1 && info[c].count_r == 1))
+                continue;
+            uint32_t child = continuation(work, direct, alphabet, info, next, c, units_r[j + n], &next_classes);
             cls_r[j] = child;
-            next_r[child]++;
+            next[child].count_r++;
             next_partner[child] = j;
             alive_r[kept_r++] = j;
         }
