@@ -22,7 +22,11 @@
 #include <string.h>
 
 #define MAX_ORDERS 14
-#define NO_CLASS 0xFFFFFFFFu /* no unit or class id reaches this value */
+#define NO_CLASS 0xFFFFFFFFu /* no unit or class id reaches these values */
+#define SETTLED 0xFFFFFFFEu  /* memo_unit of a class whose members all continue alike to the top order */
+#define ALIKE 0xFFFFFFFDu    /* while looking ahead: every member seen so far continues like the first */
+#define BRANCHES 0xFFFFFFFCu /* while looking ahead: some member continues differently or runs out */
+#define LOOK_AHEAD_FROM 1024 /* positions: fewer than this, looking ahead cannot save much */
 #define DIRECT_SLOTS (1u << 16)
 #define MAX_LENGTH 0x0FFFFFFFu /* code points per side of one segment: keeps every index and table size in 32 bits */
 
@@ -277,6 +281,55 @@ static inline uint32_t continuation(Work *work, int direct, uint32_t alphabet, C
 }
 
 /*
+ * Look ahead from order n: a class whose members (on both sides) all continue with the same units up to the top
+ * order keeps exactly its members at every higher order, so it matches min(hypothesis, reference count) at each of
+ * them. Such classes are settled at once (their memo_unit becomes SETTLED, the others' NO_CLASS) instead of being
+ * carried through one pass per order: a passage that repeats costs one comparison of its positions. Returns how
+ * many positions were settled. Unique pairs are left to the pass, which settles them exactly.
+ */
+static size_t settle_alike(ClassInfo *info, uint32_t classes, const uint32_t *const units[2],
+                           const size_t lengths[2], const uint32_t *const alive[2], const size_t alive_counts[2],
+                           const uint32_t *const cls[2], int n, int orders, int64_t *paired) {
+    const size_t width = (size_t)(orders - n);
+    for (int side = 0; side < 2; side++) {
+        for (size_t k = 0; k < alive_counts[side]; k++) {
+            uint32_t i = alive[side][k], c = cls[side][i];
+            if (!info[c].count_h || !info[c].count_r || (info[c].count_h == 1 && info[c].count_r == 1)) continue;
+            if (i + (size_t)orders > lengths[side]) {
+                info[c].memo_unit = BRANCHES;
+                continue;
+            }
+            if (side == 0 && info[c].memo_unit == NO_CLASS) { /* the first member in the hypothesis leads */
+                info[c].memo_unit = ALIKE;
+                info[c].memo_class = i;
+                continue;
+            }
+            if (info[c].memo_unit != ALIKE) continue;
+            const uint32_t *mine = units[side] + i + n, *first = units[0] + info[c].memo_class + n;
+            for (size_t d = 0; d < width; d++) {
+                if (mine[d] != first[d]) {
+                    info[c].memo_unit = BRANCHES;
+                    break;
+                }
+            }
+        }
+    }
+    size_t settled = 0;
+    for (uint32_t c = 0; c < classes; c++) {
+        if (info[c].memo_unit == ALIKE) {
+            uint32_t both = info[c].count_h < info[c].count_r ? info[c].count_h : info[c].count_r;
+            paired[n + 1] += both;
+            paired[orders + 1] -= both;
+            settled += info[c].count_h + info[c].count_r;
+            info[c].memo_unit = SETTLED;
+        } else {
+            info[c].memo_unit = NO_CLASS;
+        }
+    }
+    return settled;
+}
+
+/*
  * Add the counts of orders 1..orders for one segment to out[3 * (n - 1) + {0, 1, 2}] (hypothesis n-grams,
  * reference n-grams, clipped matches). units[side] hold the sequences, cls[side] their order-1 classes, which
  * are dense ids below `classes`.
@@ -322,6 +375,8 @@ static void count_orders(Work *work, size_t length_h, size_t length_r, uint32_t 
         alive_r[j] = (uint32_t)j;
     }
     size_t alive_count_h = length_h, alive_count_r = length_r;
+    size_t look_ahead_below = SIZE_MAX; /* after a look-ahead that settled little, wait until half the positions go */
+    uint32_t classes_before = 0;
     for (int n = 1;; n++) {
         ClassInfo *info = work->info[now], *next = work->info[!now];
         const uint32_t *partner = work->partner[now];
@@ -331,6 +386,16 @@ static void count_orders(Work *work, size_t length_h, size_t length_r, uint32_t 
             matches += info[c].count_h < info[c].count_r ? info[c].count_h : info[c].count_r;
         out[3 * (n - 1) + 2] += matches;
         if (matches == 0 || n == orders) break;
+        const size_t alive_count = alive_count_h + alive_count_r;
+        if (n >= 2 && n + 2 <= orders && alive_count >= LOOK_AHEAD_FROM && alive_count < look_ahead_below &&
+            8 * (size_t)classes <= 9 * (size_t)classes_before) { /* the last order hardly branched */
+            const uint32_t *const units[2] = {units_h, units_r}, *const alive[2] = {alive_h, alive_r};
+            const uint32_t *const cls[2] = {cls_h, cls_r};
+            const size_t lengths[2] = {length_h, length_r}, alive_counts[2] = {alive_count_h, alive_count_r};
+            if (2 * settle_alike(info, classes, units, lengths, alive, alive_counts, cls, n, orders, paired) < alive_count)
+                look_ahead_below = alive_count / 2;
+        }
+        classes_before = classes;
         const int direct = (uint64_t)classes * alphabet <= DIRECT_SLOTS;
         if (direct)
             new_direct_generation(work);
@@ -340,7 +405,7 @@ static void count_orders(Work *work, size_t length_h, size_t length_r, uint32_t 
         size_t kept_h = 0, kept_r = 0;
         for (size_t k = 0; k < alive_count_h; k++) {
             uint32_t i = alive_h[k], c = cls_h[i];
-            if (!info[c].count_r || i + (size_t)n >= length_h) continue;
+            if (!info[c].count_r || i + (size_t)n >= length_h || info[c].memo_unit == SETTLED) continue;
             if (info[c].count_h == 1 && info[c].count_r == 1) {
                 size_t j = partner[c], same = 0;
                 while (n + (int)same < orders && i + n + same < length_h && j + n + same < length_r &&
@@ -357,7 +422,8 @@ static void count_orders(Work *work, size_t length_h, size_t length_r, uint32_t 
         }
         for (size_t k = 0; k < alive_count_r; k++) {
             uint32_t j = alive_r[k], c = cls_r[j];
-            if (!info[c].count_h || j + (size_t)n >= length_r || (info[c].count_h == 1 && info[c].count_r == 1))
+            if (!info[c].count_h || j + (size_t)n >= length_r || (info[c].count_h == 1 && info[c].count_r == 1) ||
+                info[c].memo_unit == SETTLED)
                 continue;
             uint32_t child = continuation(work, direct, alphabet, info, next, c, units_r[j + n], &next_classes);
             cls_r[j] = child;
