@@ -69,6 +69,7 @@ typedef struct {
     Slot *table;
     TokenSlot *tokens;
     DirectSlot *direct; /* DIRECT_SLOTS slots indexed by class * alphabet + unit, for orders with few classes */
+    uint32_t *histogram[2]; /* per side: DIRECT_SLOTS occurrence counts indexed by n-gram code, kept cleared */
     size_t table_capacity;
     uint32_t mask;
     uint32_t stamp;
@@ -136,6 +137,12 @@ static int reserve(Work *work, size_t longer, size_t keys) {
         if (work->direct == NULL) return -1;
         work->direct_stamp = 0;
     }
+    for (int side = 0; side < 2; side++) {
+        if (work->histogram[side] == NULL) {
+            work->histogram[side] = PyMem_Calloc(DIRECT_SLOTS, sizeof(uint32_t));
+            if (work->histogram[side] == NULL) return -1;
+        }
+    }
     size_t slots = 16;
     while (slots < 2 * keys) slots <<= 1;
     if (slots > work->table_capacity) {
@@ -158,6 +165,8 @@ static void release(Work *work) {
         PyMem_Free(work->partner[side]);
     }
     PyMem_Free(work->direct);
+    PyMem_Free(work->histogram[0]);
+    PyMem_Free(work->histogram[1]);
     PyMem_Free(work->table);
     PyMem_Free(work->tokens);
     memset(work, 0, sizeof *work);
@@ -330,6 +339,74 @@ static size_t settle_alike(ClassInfo *info, uint32_t classes, const uint32_t *co
 }
 
 /*
+ * Orders 1..start-1 of one segment, counted without classes: while alphabet^n is small, an n-gram is exactly the
+ * number whose base-`alphabet` digits are its units, so its occurrences are a histogram entry (left cleared).
+ * Small alphabets, whose classes stay large for many orders, then cost one sequential pass per low order. At the start order, the n-grams found on
+ * both sides become the classes the passes continue from (info and partner of buffer 0, the alive positions,
+ * *classes). Returns the start order, or 0 when nothing matches from some order on.
+ */
+static int count_by_code(Work *work, size_t length_h, size_t length_r, uint32_t alphabet, int orders, int64_t *out,
+                         uint32_t *classes, size_t alive_counts[2]) {
+    const size_t limit = length_h + length_r < DIRECT_SLOTS ? length_h + length_r : DIRECT_SLOTS;
+    int start = 1;
+    for (size_t span = alphabet; start < orders && span * alphabet <= limit; span *= alphabet) start++;
+    uint32_t *const histogram_h = work->histogram[0], *const histogram_r = work->histogram[1];
+    const uint32_t *const units[2] = {work->units[0], work->units[1]};
+    uint32_t *const code[2] = {work->cls[0], work->cls[1]}, *const alive[2] = {work->alive[0], work->alive[1]};
+    const size_t lengths[2] = {length_h, length_r};
+    size_t span = 1;
+    for (int n = 1; n <= start; n++) {
+        span *= alphabet;
+        if (lengths[0] < (size_t)n || lengths[1] < (size_t)n) return 0;
+        for (int side = 0; side < 2; side++) {
+            const uint32_t *unit = units[side] + n - 1;
+            uint32_t *codes = code[side], *histogram = work->histogram[side];
+            const size_t positions = lengths[side] - (size_t)n + 1;
+            if (n == 1) {
+                for (size_t i = 0; i < positions; i++) histogram[codes[i] = unit[i]]++;
+            } else {
+                for (size_t i = 0; i < positions; i++) histogram[codes[i] = codes[i] * alphabet + unit[i]]++;
+            }
+        }
+        if (n == start) break;
+        int64_t matches = 0;
+        for (size_t c = 0; c < span; c++) matches += histogram_h[c] < histogram_r[c] ? histogram_h[c] : histogram_r[c];
+        memset(histogram_h, 0, span * sizeof(uint32_t));
+        memset(histogram_r, 0, span * sizeof(uint32_t));
+        out[3 * (n - 1) + 2] += matches;
+        if (matches == 0) return 0;
+    }
+    ClassInfo *info = work->info[0];
+    uint32_t shared = 0;
+    for (size_t c = 0; c < span; c++) {
+        if (histogram_h[c] && histogram_r[c]) {
+            info[shared].count_h = histogram_h[c];
+            info[shared].count_r = histogram_r[c];
+            info[shared].memo_unit = NO_CLASS;
+            histogram_h[c] = shared++; /* from here on: the code's class, or NO_CLASS */
+        } else {
+            histogram_h[c] = NO_CLASS;
+        }
+    }
+    for (int side = 0; side < 2; side++) {
+        const size_t positions = lengths[side] - (size_t)start + 1;
+        size_t kept = 0;
+        for (size_t i = 0; i < positions; i++) {
+            uint32_t id = histogram_h[code[side][i]];
+            if (id == NO_CLASS) continue;
+            code[side][i] = id;
+            alive[side][kept++] = (uint32_t)i;
+            if (side) work->partner[0][id] = (uint32_t)i;
+        }
+        alive_counts[side] = kept;
+    }
+    memset(histogram_h, 0, span * sizeof(uint32_t));
+    memset(histogram_r, 0, span * sizeof(uint32_t));
+    *classes = shared;
+    return shared ? start : 0;
+}
+
+/*
  * Add the counts of orders 1..orders for one segment to out[3 * (n - 1) + {0, 1, 2}] (hypothesis n-grams,
  * reference n-grams, clipped matches). units[side] hold the sequences, cls[side] their order-1 classes, which
  * are dense ids below `classes`.
@@ -354,30 +431,19 @@ static void count_orders(Work *work, size_t length_h, size_t length_r, uint32_t 
         for (int n = 1; n <= orders && (size_t)n <= length_h; n++) out[3 * (n - 1) + 2] += (int64_t)(length_h - n + 1);
         return;
     }
-    /* From here on a unit is its order-1 class, a dense id below `alphabet`, so that (class, unit) can index the
-       direct table. */
+    /* From here on a unit is its order-1 class, a dense id below `alphabet`, so that units can be digits of a code
+       and (class, unit) can index the direct table. */
     const uint32_t alphabet = classes;
     memcpy(units_h, cls_h, length_h * sizeof(uint32_t));
     memcpy(units_r, cls_r, length_r * sizeof(uint32_t));
+    size_t alive_counts[2];
+    const int start = count_by_code(work, length_h, length_r, alphabet, orders, out, &classes, alive_counts);
+    if (start == 0) return;
     int now = 0;
-    ClassInfo *info = work->info[now];
-    for (uint32_t c = 0; c < classes; c++) {
-        info[c].count_h = info[c].count_r = 0;
-        info[c].memo_unit = NO_CLASS;
-    }
-    for (size_t i = 0; i < length_h; i++) {
-        info[cls_h[i]].count_h++;
-        alive_h[i] = (uint32_t)i;
-    }
-    for (size_t j = 0; j < length_r; j++) {
-        info[cls_r[j]].count_r++;
-        work->partner[now][cls_r[j]] = (uint32_t)j;
-        alive_r[j] = (uint32_t)j;
-    }
-    size_t alive_count_h = length_h, alive_count_r = length_r;
+    size_t alive_count_h = alive_counts[0], alive_count_r = alive_counts[1];
     size_t look_ahead_below = SIZE_MAX; /* after a look-ahead that settled little, wait until half the positions go */
     uint32_t classes_before = 0;
-    for (int n = 1;; n++) {
+    for (int n = start;; n++) {
         ClassInfo *info = work->info[now], *next = work->info[!now];
         const uint32_t *partner = work->partner[now];
         uint32_t *next_partner = work->partner[!now];
