@@ -196,11 +196,13 @@ def related_long_texts(draw):
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(related_long_texts(), st.integers(1, 10), st.integers(0, 4))
-def test_python_kernel_counts_long_small_alphabet_texts_exactly(texts, char_order, word_order):
-    # Every strategy of the hashing path (start order, look-ahead, alike, pairs, counting down) meets these.
+def test_kernels_count_long_small_alphabet_texts_exactly(texts, char_order, word_order):
+    # Every strategy meets these: the Python kernel's hashing path (start order, look-ahead, alike, pairs, counting
+    # down) and the native kernel's (orders counted by code, passes from the start order, alike classes settled).
     hypothesis, reference = texts
     expected = naive_counts([hypothesis], [reference], char_order, word_order)
-    assert run("python", [hypothesis], [reference], char_order, word_order) == expected
+    for kernel in kernels():
+        assert run(kernel, [hypothesis], [reference], char_order, word_order) == expected, kernel
 
 
 def test_python_kernel_counts_more_distinct_words_than_code_points_exactly(monkeypatch):

@@ -5,13 +5,16 @@
  * beyond libc. It counts exactly what chrf_core's pure-Python kernel counts: code points, the contract's
  * whitespace removal, chrF++.py word tokens, clipped matches, sums over segments.
  *
- * Time is linear in the text: for each segment and order, every n-gram position gets a dense class id by
- * interning the pair (class of its (n-1)-gram, its last unit) in an open-addressing table. Keys are integer
- * pairs compared exactly, so equal ids mean equal n-grams and no string is ever compared twice. Matches are
- * sum over classes of min(hypothesis count, reference count). A position whose class occurs on one side only
- * cannot match at any higher order, so it is dropped before the next order. Word tokens are interned by
- * content (a 64-bit hash, then an exact comparison). Hashes are seeded per process (set_seed), so an attacker
- * cannot build inputs that collide in the tables.
+ * Time is linear in the text, and no input within the contract's limits costs much more than a typical one. Units
+ * (code points, or word tokens interned by content: a 64-bit hash, then an exact comparison) first become dense
+ * ranks. While alphabet^n is small, an n-gram is exactly a base-alphabet number and its order is counted with a
+ * histogram (small alphabets, whose classes stay large). From there every position gets a class id per order,
+ * from the pair (its class at the order below, its next unit): a direct table while classes are few, else a
+ * per-class memo of the first continuation and an open-addressing table of integer pairs compared exactly.
+ * Matches are the sum over classes of min(hypothesis count, reference count). A position whose class occurs on one
+ * side only cannot match at any higher order and is dropped; a class with one position on each side is settled by
+ * comparing what follows; a class whose members all continue alike to the top order is settled at once. Hashes
+ * are seeded per process (set_seed), so an attacker cannot build inputs that collide in the tables.
  */
 #ifndef Py_LIMITED_API
 #define Py_LIMITED_API 0x030B0000
