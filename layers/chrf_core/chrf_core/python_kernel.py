@@ -21,7 +21,7 @@ from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from itertools import chain, compress
-from operator import add, eq, itemgetter, mul, sub
+from operator import add, eq, itemgetter, mul, not_, sub
 
 # Up to this many code points, a reference is searched rather than its n-grams hashed (see
 # add_orders_short_reference); the bound keeps every search, and so the whole count, linear.
@@ -95,6 +95,7 @@ def add_orders(text_h: str, text_r: str, out: list[int], offset: int, orders: in
     settled = [0] * (orders + 2)  # difference array over orders: matches of the settled n-grams
     look_below = length_h + length_r  # look ahead (see below) only while fewer positions than this are live
     previous_classes = 1
+    matches_below = 0  # the previous order's matches
     for n in range(start, orders + 1):
         if n > start:
             del live_h[len(grams_h) :], live_r[len(grams_r) :]
@@ -110,6 +111,8 @@ def add_orders(text_h: str, text_r: str, out: list[int], offset: int, orders: in
         common = counts_h.keys() & counts_r.keys()
         if not common:
             break
+        in_h: list[int] | None = None
+        in_r: list[int] | None = None
         if len(counts_h) == len(grams_h) or len(counts_r) == len(grams_r):
             matches = len(common)
         else:  # sum of min(a, b) as (a + b - |a - b|) / 2, all in C
@@ -118,6 +121,9 @@ def add_orders(text_h: str, text_r: str, out: list[int], offset: int, orders: in
         out[offset + 3 * (n - 1) + 2] += matches
         if n == orders:
             break
+        # Matches that fall fast from order to order (most unique pairs will part before the top; see below).
+        falling = matches_below > 0 and (matches / matches_below) ** (orders - n) < 0.5
+        matches_below = matches
         live = len(grams_h) + len(grams_r)
         # Look ahead at the top-order n-grams of the live positions when that is likely to end the work early:
         # when the classes are small (most will not branch again) or when few top-order n-grams are expected.
@@ -127,32 +133,53 @@ def add_orders(text_h: str, text_r: str, out: list[int], offset: int, orders: in
             live <= SMALL_CLASS * len(common) or (n > 1 and classes * growth ** (orders - n) <= live))
         gone: set[str] = set()
         if look:
-            tops_h = [text_h[i : i + orders] for i in live_h[: bisect_right(live_h, length_h - orders)]]
-            tops_r = [text_r[i : i + orders] for i in live_r[: bisect_right(live_r, length_r - orders)]]
-            short_h, short_r = grams_h[len(tops_h) :], grams_r[len(tops_r) :]  # n-grams too near the end for a top
+            # Unique pairs (an n-gram once on each side) are settled by comparing their two continuations, the
+            # other shared n-grams when all their occurrences continue alike up to the top order (by their top-order
+            # n-grams, where a pair that agrees all the way is one). Pairs go first when the matches fall fast:
+            # then most pairs part before the top, and comparing them is cheaper than their top-order n-grams.
+            pairs_first = falling
+            handled: set[str] = set()
+            if pairs_first:
+                if in_h is None or in_r is None:
+                    in_h, in_r = list(map(counts_h.__getitem__, common)), list(map(counts_r.__getitem__, common))
+                unique = set(compress(common, map((2).__eq__, map(add, in_h, in_r))))  # common is unchanged
+                handled = _add_unique_pairs(unique, grams_h, live_h, text_h, grams_r, live_r, text_r, n, orders,
+                                            settled, out, offset)
+            rest = common - handled if handled else common
+            short_h: Sequence[str]
+            short_r: Sequence[str]
+            if handled:
+                in_rest_h, in_rest_r = list(map(rest.__contains__, grams_h)), list(map(rest.__contains__, grams_r))
+                rest_h, rest_r = list(compress(live_h, in_rest_h)), list(compress(live_r, in_rest_r))
+                with_top_h = bisect_right(rest_h, length_h - orders)
+                with_top_r = bisect_right(rest_r, length_r - orders)
+                short_h = list(compress(grams_h, in_rest_h))[with_top_h:]  # n-grams too near the end for a top
+                short_r = list(compress(grams_r, in_rest_r))[with_top_r:]
+            else:
+                rest_h, rest_r = live_h, live_r
+                with_top_h = bisect_right(rest_h, length_h - orders)
+                with_top_r = bisect_right(rest_r, length_r - orders)
+                short_h, short_r = grams_h[with_top_h:], grams_r[with_top_r:]
+            tops_h = [text_h[i : i + orders] for i in rest_h[:with_top_h]]
+            tops_r = [text_r[i : i + orders] for i in rest_r[:with_top_r]]
             kinds = dict.fromkeys(chain(tops_h, tops_r))  # distinct, in the order of the text (near in memory)
             alike = _alike(kinds, short_h, short_r, n)
-            # Their matches: min(count in hypothesis, count in reference) each, summed over the fewer of the alike
-            # and the other shared n-grams (then subtracted from the order's matches).
-            rest = common - alike
-            if len(rest) < len(alike):
-                matched = matches - _clipped(counts_h, counts_r, rest)
+            kept = rest - alike
+            parting = _unique(kept, counts_h, counts_r)  # unique pairs that part before the top
+            if not pairs_first and 8 * len(parting) >= live:
+                handled = _add_unique_pairs(parting, grams_h, live_h, text_h, grams_r, live_r, text_r, n, orders,
+                                            settled, out, offset)
+                kept -= handled
+            # The alike n-grams' matches: min(count in hypothesis, count in reference) each, summed over the fewer
+            # of them and the other shared n-grams (then subtracted from the order's matches).
+            if len(kept) + len(handled) < len(alike):
+                matched = matches - _clipped(counts_h, counts_r, kept) - len(handled)
             else:
                 matched = _clipped(counts_h, counts_r, alike & common)
             settled[n + 1] += matched
             settled[orders + 1] -= matched
-            # Unique pairs (an n-gram once on each side) that part before the top order: follow each pair's two
-            # top-order n-grams, order by order, rather than hashing their positions.
-            pairs = _unique(rest, counts_h, counts_r)
-            pairs.difference_update(short_h, short_r)
-            if 8 * len(pairs) >= live:
-                firsts = list(map(dict(zip(grams_h, tops_h)).__getitem__, pairs))
-                seconds = list(map(dict(zip(grams_r, tops_r)).__getitem__, pairs))
-                _add_pairs(firsts, seconds, n, orders, out, offset)
-                gone = alike | pairs
-                kept = rest - pairs
-            else:
-                gone, kept = alike, rest
+            gone = alike | handled
+            matches_below = matches - matched - len(handled)  # the matches of the n-grams that stay live
         # Drop the positions settled above and those whose n-gram the other side lacks (they cannot match again).
         # A pass costs, so a few of the latter are carried along until they are worth one.
         if not look:
@@ -165,7 +192,7 @@ def add_orders(text_h: str, text_r: str, out: list[int], offset: int, orders: in
             break
         if not look:
             continue
-        if 4 * (len(kinds) - len(gone)) <= len(grams_h) + len(grams_r):
+        if 4 * (len(kinds) - len(alike)) <= len(grams_h) + len(grams_r):
             # Few top-order n-grams left: count the higher orders down from them.
             cut = itemgetter(slice(0, n))
             top_h = Counter(compress(tops_h, map(kept.__contains__, map(cut, tops_h))))
@@ -201,18 +228,46 @@ def _unique(common: set[str], counts_h: Counter[str], counts_r: Counter[str]) ->
     return set(compress(common, map((2).__eq__, both)))
 
 
-def _add_pairs(firsts: list[str], seconds: list[str], n: int, orders: int, out: list[int], offset: int) -> None:
-    """Add the matches of orders n+1..orders-1 of unique pairs, given as their two top-order n-grams: a pair
-    matches at an order while the two agree up to it. (None agrees at the top order: those are settled as alike.)"""
-    for k in range(n + 1, orders):
-        cut = itemgetter(slice(0, k))
-        agree = list(map(eq, map(cut, firsts), map(cut, seconds)))
-        agreeing = agree.count(True)
-        if not agreeing:
-            return
-        out[offset + 3 * (k - 1) + 2] += agreeing
-        if agreeing < len(agree):
-            firsts, seconds = list(compress(firsts, agree)), list(compress(seconds, agree))
+def _add_unique_pairs(pairs: set[str], grams_h: Sequence[str], live_h: list[int], text_h: str, grams_r: Sequence[str],
+                      live_r: list[int], text_r: str, n: int, orders: int, settled: list[int], out: list[int],
+                      offset: int) -> set[str]:
+    """Settle the unique pairs whose two occurrences both have room up to the top order; return them.
+
+    A pair matches at order n+k while its two continuations agree on k code points. Pairs that agree all the way
+    go to the difference array ``settled``; the others are followed order by order, the agreeing ones kept.
+    """
+    if not pairs:
+        return pairs
+    in_h, in_r = list(map(pairs.__contains__, grams_h)), list(map(pairs.__contains__, grams_r))
+    at_h = list(compress(live_h, in_h))
+    with_room = bisect_right(at_h, len(text_h) - orders)  # room for a continuation up to the top order
+    del at_h[with_room:]
+    handled = list(compress(grams_h, in_h))[:with_room]
+    where_r = dict(zip(compress(grams_r, in_r), compress(live_r, in_r)))
+    at_r = list(map(where_r.__getitem__, handled))
+    room_r = len(text_r) - orders
+    if at_r and max(at_r) > room_r:  # a reference occurrence too near the end: leave that pair to the passes
+        fits = list(map(room_r.__ge__, at_r))
+        at_h, at_r, handled = list(compress(at_h, fits)), list(compress(at_r, fits)), list(compress(handled, fits))
+    firsts = list(map(text_h.__getitem__, map(slice, map(n.__add__, at_h), map(orders.__add__, at_h))))
+    seconds = list(map(text_r.__getitem__, map(slice, map(n.__add__, at_r), map(orders.__add__, at_r))))
+    agree = list(map(eq, firsts, seconds))
+    compared = agree.count(True)
+    settled[n + 1] += compared
+    settled[orders + 1] -= compared
+    if compared < len(agree):
+        parting = list(map(not_, agree))
+        firsts, seconds = list(compress(firsts, parting)), list(compress(seconds, parting))
+        for k in range(1, orders - n):
+            cut = itemgetter(slice(0, k))
+            agree = list(map(eq, map(cut, firsts), map(cut, seconds)))
+            agreeing = agree.count(True)
+            if not agreeing:
+                break
+            out[offset + 3 * (n + k - 1) + 2] += agreeing
+            if agreeing < len(agree):
+                firsts, seconds = list(compress(firsts, agree)), list(compress(seconds, agree))
+    return set(handled)
 
 
 def _add_top_down(counts_h: dict[str, int], counts_r: dict[str, int], text_h: str, live_h: list[int],
