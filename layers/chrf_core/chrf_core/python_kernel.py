@@ -249,8 +249,8 @@ def _add_unique_pairs(pairs: set[str], grams_h: Sequence[str], live_h: list[int]
     if at_r and max(at_r) > room_r:  # a reference occurrence too near the end: leave that pair to the passes
         fits = list(map(room_r.__ge__, at_r))
         at_h, at_r, handled = list(compress(at_h, fits)), list(compress(at_r, fits)), list(compress(handled, fits))
-    firsts = list(map(text_h.__getitem__, map(slice, map(n.__add__, at_h), map(orders.__add__, at_h))))
-    seconds = list(map(text_r.__getitem__, map(slice, map(n.__add__, at_r), map(orders.__add__, at_r))))
+    firsts = [text_h[i + n : i + orders] for i in at_h]
+    seconds = [text_r[j + n : j + orders] for j in at_r]
     agree = list(map(eq, firsts, seconds))
     compared = agree.count(True)
     settled[n + 1] += compared
