@@ -307,7 +307,9 @@ def _start_order(counts: Counter[str], length: int) -> int:
 
 def _grams(text: str, n: int) -> list[str]:
     """Every n-gram of ``text``, in order, built by doubling: 2k-grams are k-grams joined to those k on."""
-    grams, size = list(text), 1
+    if n == 1:
+        return list(text)
+    grams, size = list(map(add, text, text[1:])), 2
     while 2 * size <= n:
         grams, size = list(map(add, grams, grams[size:])), 2 * size
     if size < n:
