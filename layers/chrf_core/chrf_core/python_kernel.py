@@ -258,9 +258,9 @@ def _add_unique_pairs(pairs: set[str], grams_h: Sequence[str], live_h: list[int]
     if compared < len(agree):
         parting = list(map(not_, agree))
         firsts, seconds = list(compress(firsts, parting)), list(compress(seconds, parting))
-        for k in range(1, orders - n):
-            cut = itemgetter(slice(0, k))
-            agree = list(map(eq, map(cut, firsts), map(cut, seconds)))
+        for k in range(1, orders - n):  # all of them agree on their first k - 1 code points: compare the k-th
+            at = itemgetter(k - 1)
+            agree = list(map(eq, map(at, firsts), map(at, seconds)))
             agreeing = agree.count(True)
             if not agreeing:
                 break
