@@ -89,13 +89,14 @@ def add_orders(text_h: str, text_r: str, out: list[int], offset: int, orders: in
     live_h, live_r = list(range(length_h)), list(range(length_r))
     grams_h: list[str] | str = text_h
     grams_r: list[str] | str = text_r
+    matches_below = 0  # the previous order's matches
     if start > 1:
-        out[offset + 2] += _matches(counts_h, counts_r)
+        matches_below = _matches(counts_h, counts_r)
+        out[offset + 2] += matches_below
         grams_h, grams_r = _grams(text_h, start), _grams(text_r, start)
     settled = [0] * (orders + 2)  # difference array over orders: matches of the settled n-grams
     look_below = length_h + length_r  # look ahead (see below) only while fewer positions than this are live
     previous_classes = 1
-    matches_below = 0  # the previous order's matches
     for n in range(start, orders + 1):
         if n > start:
             del live_h[len(grams_h) :], live_r[len(grams_r) :]
@@ -107,7 +108,8 @@ def add_orders(text_h: str, text_r: str, out: list[int], offset: int, orders: in
         if n > 1:
             counts_h, counts_r = Counter(grams_h), Counter(grams_r)
         if n == start > 2:  # the orders below the start, counted down from it
-            _add_top_down(counts_h, counts_r, text_h, live_h, text_r, live_r, start - 1, 1, out, offset)
+            matches_below = _add_top_down(counts_h, counts_r, text_h, live_h, text_r, live_r, start - 1, 1, out,
+                                          offset)
         common = counts_h.keys() & counts_r.keys()
         if not common:
             break
@@ -271,15 +273,21 @@ def _add_unique_pairs(pairs: set[str], grams_h: Sequence[str], live_h: list[int]
 
 
 def _add_top_down(counts_h: dict[str, int], counts_r: dict[str, int], text_h: str, live_h: list[int],
-                  text_r: str, live_r: list[int], high: int, low: int, out: list[int], offset: int) -> None:
-    """Add the matches of orders high..low+1, counted down from the counts of the live positions' (high+1)-grams.
+                  text_r: str, live_r: list[int], high: int, low: int, out: list[int], offset: int) -> int:
+    """Add the matches of orders high..low+1, counted down from the counts of the live positions' (high+1)-grams;
+    return those of order ``high``.
 
     Each order's counts are the next order's, summed by prefix, plus the one live position (if any) with room for
     this order but not the next. Costs the number of distinct n-grams per order, not the number of positions.
     """
+    highest = 0
     for k in range(high, low, -1):
         counts_h, counts_r = _shorter(counts_h, text_h, live_h, k), _shorter(counts_r, text_r, live_r, k)
-        out[offset + 3 * (k - 1) + 2] += _matches(counts_h, counts_r)
+        matches = _matches(counts_h, counts_r)
+        out[offset + 3 * (k - 1) + 2] += matches
+        if k == high:
+            highest = matches
+    return highest
 
 
 def _matches(counts_h: dict[str, int], counts_r: dict[str, int]) -> int:
