@@ -169,6 +169,15 @@ def test_python_kernel_follows_unique_pairs_that_part_at_every_distance(monkeypa
     assert pairs and len(pairs[0][1]) > 10_000  # most 5-grams: once on each side, parting at every distance
 
 
+def test_python_kernel_takes_unique_pairs_first_where_matches_fall_and_then_skips_the_alike_look(monkeypatch):
+    pairs = _recording(monkeypatch, "_add_unique_pairs")
+    alike = _recording(monkeypatch, "_alike")
+    _python_counts("a 40-letter random text against itself with every 11th letter changed (c10)")
+    first = pairs[0][0][7]  # the order of the first look: the start order, 3 for 40 letters
+    assert first == 3 and len(pairs[0][1]) > 10_000
+    assert alike and all(args[3] != first for args, _ in alike)  # classes branch fast there: nothing to settle
+
+
 def test_python_kernel_counts_down_from_top_order_n_grams_once_few_remain(monkeypatch):
     top_down = _recording(monkeypatch, "_add_top_down")
     _python_counts("a run of one letter, then random text, against itself, one changed (c10)")

@@ -148,24 +148,28 @@ def add_orders(text_h: str, text_r: str, out: list[int], offset: int, orders: in
                 handled = _add_unique_pairs(unique, grams_h, live_h, text_h, grams_r, live_r, text_r, n, orders,
                                             settled, out, offset)
             rest = common - handled if handled else common
-            short_h: Sequence[str]
-            short_r: Sequence[str]
-            if handled:
-                in_rest_h, in_rest_r = list(map(rest.__contains__, grams_h)), list(map(rest.__contains__, grams_r))
-                rest_h, rest_r = list(compress(live_h, in_rest_h)), list(compress(live_r, in_rest_r))
-                with_top_h = bisect_right(rest_h, length_h - orders)
-                with_top_r = bisect_right(rest_r, length_r - orders)
-                short_h = list(compress(grams_h, in_rest_h))[with_top_h:]  # n-grams too near the end for a top
-                short_r = list(compress(grams_r, in_rest_r))[with_top_r:]
-            else:
-                rest_h, rest_r = live_h, live_r
-                with_top_h = bisect_right(rest_h, length_h - orders)
-                with_top_r = bisect_right(rest_r, length_r - orders)
-                short_h, short_r = grams_h[with_top_h:], grams_r[with_top_r:]
-            tops_h = [text_h[i : i + orders] for i in rest_h[:with_top_h]]
-            tops_r = [text_r[i : i + orders] for i in rest_r[:with_top_r]]
-            kinds = dict.fromkeys(chain(tops_h, tops_r))  # distinct, in the order of the text (near in memory)
-            alike = _alike(kinds, short_h, short_r, n)
+            # After pairs went first at an order whose classes branched fast, the other n-grams hardly ever all
+            # continue alike: looking at their top-order n-grams would cost a pass and settle nothing.
+            tops_h, tops_r, kinds, alike = [], [], {}, set()
+            if not pairs_first or growth <= 2:
+                short_h: Sequence[str]
+                short_r: Sequence[str]
+                if handled:
+                    in_rest_h, in_rest_r = list(map(rest.__contains__, grams_h)), list(map(rest.__contains__, grams_r))
+                    rest_h, rest_r = list(compress(live_h, in_rest_h)), list(compress(live_r, in_rest_r))
+                    with_top_h = bisect_right(rest_h, length_h - orders)
+                    with_top_r = bisect_right(rest_r, length_r - orders)
+                    short_h = list(compress(grams_h, in_rest_h))[with_top_h:]  # n-grams too near the end for a top
+                    short_r = list(compress(grams_r, in_rest_r))[with_top_r:]
+                else:
+                    rest_h, rest_r = live_h, live_r
+                    with_top_h = bisect_right(rest_h, length_h - orders)
+                    with_top_r = bisect_right(rest_r, length_r - orders)
+                    short_h, short_r = grams_h[with_top_h:], grams_r[with_top_r:]
+                tops_h = [text_h[i : i + orders] for i in rest_h[:with_top_h]]
+                tops_r = [text_r[i : i + orders] for i in rest_r[:with_top_r]]
+                kinds = dict.fromkeys(chain(tops_h, tops_r))  # distinct, in the order of the text (near in memory)
+                alike = _alike(kinds, short_h, short_r, n)
             kept = rest - alike
             parting = _unique(kept, counts_h, counts_r)  # unique pairs that part before the top
             if not pairs_first and 8 * len(parting) >= live:
@@ -194,7 +198,7 @@ def add_orders(text_h: str, text_r: str, out: list[int], offset: int, orders: in
             break
         if not look:
             continue
-        if 4 * (len(kinds) - len(alike)) <= len(grams_h) + len(grams_r):
+        if (kinds or not rest) and 4 * (len(kinds) - len(alike)) <= len(grams_h) + len(grams_r):
             # Few top-order n-grams left: count the higher orders down from them.
             cut = itemgetter(slice(0, n))
             top_h = Counter(compress(tops_h, map(kept.__contains__, map(cut, tops_h))))
