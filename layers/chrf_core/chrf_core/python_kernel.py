@@ -7,9 +7,10 @@ segment's vocabulary), so character and word n-grams are both substrings and sha
 Short references are searched as strings. Otherwise, per segment: the orders at which most n-grams repeat many
 times are counted down, by distinct n-gram, from a start order's counts; from there each order is counted up by
 position, keeping only positions whose n-gram the other side has too. When the classes of equal n-grams are
-small, the kernel looks ahead at each position's top-order n-gram: n-grams whose occurrences all continue alike
-are settled at once, unique pairs are followed by comparing their two continuations, and when few top-order
-n-grams remain the rest is counted down from them.
+small, the kernel looks ahead: unique pairs are settled by comparing their two continuations (first, when the
+matches fall fast from order to order, so that most pairs part early), n-grams whose occurrences all continue
+alike by each position's top-order n-gram, and when few top-order n-grams remain the rest is counted down from
+them.
 """
 
 from __future__ import annotations

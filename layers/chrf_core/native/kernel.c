@@ -352,7 +352,7 @@ static int count_by_code(Work *work, size_t length_h, size_t length_r, uint32_t 
                          uint32_t *classes, size_t alive_counts[2]) {
     const size_t limit = length_h + length_r < DIRECT_SLOTS ? length_h + length_r : DIRECT_SLOTS;
     int start = 1;
-    for (size_t span = alphabet; start < orders && span * alphabet <= limit; span *= alphabet) start++;
+    for (uint64_t span = alphabet; start < orders && span * alphabet <= limit; span *= alphabet) start++;
     uint32_t *const histogram_h = work->histogram[0], *const histogram_r = work->histogram[1];
     const uint32_t *const units[2] = {work->units[0], work->units[1]};
     uint32_t *const code[2] = {work->cls[0], work->cls[1]}, *const alive[2] = {work->alive[0], work->alive[1]};
