@@ -16,7 +16,7 @@ export AWS_DEFAULT_REGION ?= us-east-1
 export AWS_REGION ?= $(AWS_DEFAULT_REGION)
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: setup setup-dev setup-sam kernel run test lint build arm64-python bench sanitize clean
+.PHONY: setup setup-dev setup-sam kernel run test lint build arm64-python bench bench-counts sanitize clean
 
 # What running needs: the runtime dependencies and the command line (with the host's native kernel).
 setup: $(VENV)/.installed kernel
@@ -76,6 +76,11 @@ test: lint build arm64-python
 
 bench: setup-dev
 	$(BIN)/python tests/benchmark.py
+
+# The worst-case table's deterministic column (valgrind's counts, independent of the machine's load; ~15 min).
+bench-counts: setup-dev
+	$(BIN)/python tests/worst_case_counts.py native 5
+	$(BIN)/python tests/worst_case_counts.py python 2
 
 # The native kernel under AddressSanitizer and UndefinedBehaviorSanitizer (after changing kernel.c).
 sanitize: setup-dev
