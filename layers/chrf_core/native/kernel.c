@@ -256,11 +256,16 @@ static void new_direct_generation(Work *work) {
     }
 }
 
+/* A class of the next order with no occurrences yet. */
+static inline void clear_class(ClassInfo *next, uint32_t id) {
+    next[id].count_h = next[id].count_r = 0;
+    next[id].memo_unit = NO_CLASS;
+}
+
 /* A new class of the next order, with no occurrences yet. */
 static inline uint32_t new_class(ClassInfo *next, uint32_t *classes) {
     uint32_t id = (*classes)++;
-    next[id].count_h = next[id].count_r = 0;
-    next[id].memo_unit = NO_CLASS;
+    clear_class(next, id);
     return id;
 }
 
@@ -284,11 +289,8 @@ static inline uint32_t continuation(Work *work, int direct, uint32_t alphabet, C
         now[c].memo_unit = unit;
         return now[c].memo_class = new_class(next, classes);
     }
-    uint32_t before = *classes, child = intern_pair(work, c, unit, classes);
-    if (*classes != before) {
-        *classes = before;
-        new_class(next, classes);
-    }
+    const uint32_t fresh = *classes, child = intern_pair(work, c, unit, classes);
+    if (child == fresh) clear_class(next, child);
     return child;
 }
 
@@ -411,8 +413,8 @@ static int count_by_code(Work *work, size_t length_h, size_t length_r, uint32_t 
 
 /*
  * Add the counts of orders 1..orders for one segment to out[3 * (n - 1) + {0, 1, 2}] (hypothesis n-grams,
- * reference n-grams, clipped matches). units[side] hold the sequences, cls[side] their order-1 classes, which
- * are dense ids below `classes`.
+ * reference n-grams, clipped matches). units[side] hold the sequences as dense ranks below `alphabet` (equal
+ * units, equal ranks on both sides), so that units are digits of a code and (class, unit) indexes the direct table.
  *
  * One pass per order over the positions that can still match: a position whose class occurs on one side only is
  * dropped (it cannot match at any higher order), the others get their class at the next order, counted as they
@@ -420,7 +422,7 @@ static int count_by_code(Work *work, size_t length_h, size_t length_r, uint32_t 
  * longer n-grams, so the pair matches at each higher order for as long as the two sequences continue alike. Such
  * pairs are settled by comparing units directly and leave the pass, which keeps long, near-identical texts cheap.
  */
-static void count_orders(Work *work, size_t length_h, size_t length_r, uint32_t classes, int orders, int64_t *out) {
+static void count_orders(Work *work, size_t length_h, size_t length_r, uint32_t alphabet, int orders, int64_t *out) {
     uint32_t *units_h = work->units[0], *units_r = work->units[1];
     uint32_t *cls_h = work->cls[0], *cls_r = work->cls[1];
     uint32_t *alive_h = work->alive[0], *alive_r = work->alive[1];
@@ -434,11 +436,7 @@ static void count_orders(Work *work, size_t length_h, size_t length_r, uint32_t 
         for (int n = 1; n <= orders && (size_t)n <= length_h; n++) out[3 * (n - 1) + 2] += (int64_t)(length_h - n + 1);
         return;
     }
-    /* From here on a unit is its order-1 class, a dense id below `alphabet`, so that units can be digits of a code
-       and (class, unit) can index the direct table. */
-    const uint32_t alphabet = classes;
-    memcpy(units_h, cls_h, length_h * sizeof(uint32_t));
-    memcpy(units_r, cls_r, length_r * sizeof(uint32_t));
+    uint32_t classes;
     size_t alive_counts[2];
     const int start = count_by_code(work, length_h, length_r, alphabet, orders, out, &classes, alive_counts);
     if (start == 0) return;
@@ -513,7 +511,7 @@ static void count_orders(Work *work, size_t length_h, size_t length_r, uint32_t 
     }
 }
 
-/* Character orders of one segment: whitespace removed unless kept, code points interned into classes. */
+/* Character orders of one segment: whitespace removed unless kept, code points interned into dense ranks. */
 static void count_characters(Work *work, size_t raw_h, size_t raw_r, int keep_whitespace, int orders, int64_t *out) {
     size_t lengths[2] = {raw_h, raw_r};
     for (int side = 0; side < 2; side++) {
@@ -533,11 +531,11 @@ static void count_characters(Work *work, size_t raw_h, size_t raw_r, int keep_wh
     uint32_t classes = 0;
     for (int side = 0; side < 2; side++)
         for (size_t i = 0; i < lengths[side]; i++)
-            work->cls[side][i] = intern_pair(work, NO_CLASS, work->units[side][i], &classes);
+            work->units[side][i] = intern_pair(work, NO_CLASS, work->units[side][i], &classes);
     count_orders(work, lengths[0], lengths[1], classes, orders, out);
 }
 
-/* Word orders of one segment: tokens of both sides interned into shared ids, which are the order-1 classes. */
+/* Word orders of one segment: tokens of both sides interned into shared dense ids. */
 static void count_words(Work *work, size_t raw_h, size_t raw_r, int orders, int64_t *out) {
     new_generation(work, raw_h + raw_r);
     if (++work->token_stamp == 0) {
@@ -547,8 +545,6 @@ static void count_words(Work *work, size_t raw_h, size_t raw_r, int orders, int6
     uint32_t tokens = 0;
     size_t length_h = tokenize(work, 0, raw_h, &tokens);
     size_t length_r = tokenize(work, 1, raw_r, &tokens);
-    memcpy(work->cls[0], work->units[0], length_h * sizeof(uint32_t));
-    memcpy(work->cls[1], work->units[1], length_r * sizeof(uint32_t));
     count_orders(work, length_h, length_r, tokens, orders, out);
 }
 
