@@ -145,34 +145,38 @@ def _recording(monkeypatch, name):
     return calls
 
 
-def _python_counts(name):
+def _python_counts(name, monkeypatch=None):
+    """Count an adversarial request with the Python kernel; with ``monkeypatch``, without the stretch search (so
+    that the strategies for what is left between stretches meet the whole text)."""
+    if monkeypatch is not None:
+        monkeypatch.setattr(python_kernel, "STRETCHES_FROM", 10**9)
     request = adversarial()[name]
-    args = (request["hypotheses"], request["references"], request["char_order"], request["word_order"])
+    args = (request["hypotheses"], request["references"], request["char_order"], request.get("word_order", 0))
     assert run("python", *args) == naive_counts(*args)
 
 
 def test_python_kernel_counts_small_alphabet_texts_down_from_a_start_order_and_from_the_top(monkeypatch):
     top_down = _recording(monkeypatch, "_add_top_down")
-    _python_counts("random two-letter text against itself, one letter changed (c10)")
+    _python_counts("random two-letter text against itself, one letter changed (c10)", monkeypatch)
     assert [(args[6], args[7]) for args, _ in top_down] == [(9, 1)]  # orders 9..2, down from the 10-grams
 
 
 def test_python_kernel_settles_repeated_n_grams_that_continue_alike(monkeypatch):
     alike = _recording(monkeypatch, "_alike")
-    _python_counts("a random text twice against itself, characters only (c10)")
+    _python_counts("a random text twice against itself, characters only (c10)", monkeypatch)
     assert alike and len(alike[0][1]) > 10_000  # most 5-grams: twice on each side, alike to the tenth letter
 
 
 def test_python_kernel_follows_unique_pairs_that_part_at_every_distance(monkeypatch):
     pairs = _recording(monkeypatch, "_add_unique_pairs")
-    _python_counts("a random text against itself with every 11th letter changed (c10)")
+    _python_counts("a random text against itself with every 11th letter changed (c10)", monkeypatch)
     assert pairs and len(pairs[0][1]) > 10_000  # most 5-grams: once on each side, parting at every distance
 
 
 def test_python_kernel_takes_unique_pairs_first_where_matches_fall_and_then_skips_the_alike_look(monkeypatch):
     pairs = _recording(monkeypatch, "_add_unique_pairs")
     alike = _recording(monkeypatch, "_alike")
-    _python_counts("a 40-letter random text against itself with every 11th letter changed (c10)")
+    _python_counts("a 40-letter random text against itself with every 11th letter changed (c10)", monkeypatch)
     first = pairs[0][0][7]  # the order of the first look: the start order, 3 for 40 letters
     assert first == 3 and len(pairs[0][1]) > 10_000
     assert alike and all(args[3] != first for args, _ in alike)  # classes branch fast there: nothing to settle
@@ -180,8 +184,56 @@ def test_python_kernel_takes_unique_pairs_first_where_matches_fall_and_then_skip
 
 def test_python_kernel_counts_down_from_top_order_n_grams_once_few_remain(monkeypatch):
     top_down = _recording(monkeypatch, "_add_top_down")
-    _python_counts("a run of one letter, then random text, against itself, one changed (c10)")
+    _python_counts("a run of one letter, then random text, against itself, one changed (c10)", monkeypatch)
     assert any(args[6] == 9 and args[7] > 1 for args, _ in top_down)  # after looking ahead at order args[7]
+
+
+def test_python_kernel_counts_near_identical_long_texts_around_the_stretches_they_share(monkeypatch):
+    counted = _recording(monkeypatch, "add_orders_from")
+    _python_counts("near-identical long texts, characters only (c10)")
+    (args, _), = counted
+    assert len(args[1]) + len(args[3]) < 40  # positions left: the two changed ends and one stretch's last nine
+
+
+def test_python_kernel_stretch_search_gives_up_on_texts_that_share_little(monkeypatch):
+    agreements = _recording(monkeypatch, "_agreement")
+    _python_counts("distinct astral code points, shuffled (c10)")
+    assert 0 < len(agreements) <= 20
+
+
+@st.composite
+def edited_long_texts(draw):
+    """A long text and a copy of it with substitutions, insertions, deletions and perhaps a block moved."""
+    alphabet = draw(st.sampled_from(["ab", "abc", "abcdefghij", "ab c.", "aé😀 中"]))
+    hypothesis = draw(st.text(st.sampled_from(alphabet), min_size=512, max_size=1500))
+    reference = list(hypothesis)
+    for at, how, letter in draw(st.lists(st.tuples(st.integers(0, 10**6), st.sampled_from("sid"),
+                                                   st.sampled_from(alphabet + "!")), max_size=60)):
+        at %= len(reference) or 1
+        if how == "s" and reference:
+            reference[at] = letter
+        elif how == "i":
+            reference.insert(at, letter)
+        elif reference:
+            del reference[at]
+    if draw(st.booleans()):
+        cut = draw(st.integers(0, len(reference)))
+        reference = reference[cut:] + reference[:cut]
+    return hypothesis, "".join(reference)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(edited_long_texts(), st.integers(1, 10), st.integers(0, 4), st.booleans())
+def test_kernels_count_edited_long_texts_exactly(texts, char_order, word_order, short_stretches):
+    # The Python kernel counts these around the stretches the texts share; with short_stretches also the word
+    # texts and texts below STRETCHES_FROM.
+    hypothesis, reference = texts
+    expected = naive_counts([hypothesis], [reference], char_order, word_order)
+    with pytest.MonkeyPatch.context() as patch:
+        if short_stretches:
+            patch.setattr(python_kernel, "STRETCHES_FROM", 2)
+        for kernel in kernels():
+            assert run(kernel, [hypothesis], [reference], char_order, word_order) == expected, kernel
 
 
 SMALL_ALPHABET_TEXT = st.sampled_from(["ab", "abc", "abcd", "abcdefghij", "ab c.", "aab"]).flatmap(

@@ -4,8 +4,10 @@ Linear in the text, and built from C-level passes over lists (concatenation, Cou
 than Python loops over positions. Words are first written as one code point each (a token's index in the
 segment's vocabulary), so character and word n-grams are both substrings and share one code path.
 
-Short references are searched as strings. Otherwise, per segment: the orders at which most n-grams repeat many
-times are counted down, by distinct n-gram, from a start order's counts; from there each order is counted up by
+Short references are searched as strings. Long texts are first searched for long stretches they share, whose
+inner n-grams match one to one and are counted by length; what follows runs on the positions left. Per segment:
+the orders at which most n-grams repeat many times are counted down, by distinct n-gram, from a start order's
+counts; from there each order is counted up by
 position, keeping only positions whose n-gram the other side has too. When the classes of equal n-grams are
 small, the kernel looks ahead: unique pairs are settled by comparing their two continuations (first, when the
 matches fall fast from order to order, so that most pairs part early), n-grams whose occurrences all continue
@@ -31,6 +33,13 @@ SHORT_REFERENCE = 256
 # SMALL_CLASS occurrences (both sides together): below that, looking costs more than settling saves.
 SETTLE_FROM = 64
 SMALL_CLASS = 4
+# Texts at least this long (both) are first searched for long stretches they share (see _shared_stretches), and
+# a stretch counts when it is at least this many code points longer than the top order.
+STRETCHES_FROM = 512
+STRETCH_OVER_ORDER = 1
+# The search follows an agreement to its end, then re-finds one by looking up the next code points of one text
+# within this many code points of the current place in the other.
+RESYNC_WINDOW = 256
 CODE_POINTS = sys.maxunicode + 1  # how many distinct words a segment pair can have as one code point each
 ASCII_PUNCTUATION = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")  # string.punctuation
 
@@ -77,26 +86,64 @@ def token_texts(tokens_h: list[str], tokens_r: list[str]) -> tuple[str, str]:
 def add_orders(text_h: str, text_r: str, out: list[int], offset: int, orders: int) -> None:
     """Add the matches of orders 1..orders of two different non-empty texts to ``out[offset + 3 * (n - 1) + 2]``.
 
+    Long texts are first searched for long stretches they share. Each stretch's n-grams that start before its
+    last orders - 1 code points lie within it at every order, and the other text has the same ones: they match
+    one to one, at every order, and are counted by length. As min(x + a, x + b) = x + min(a, b), the rest of the
+    matches are those among the n-grams of the remaining positions (the gaps and the stretches' last orders - 1
+    code points), counted by :func:`add_orders_from`.
+    """
+    length_h, length_r = len(text_h), len(text_r)
+    if min(length_h, length_r) >= STRETCHES_FROM and orders > 1:
+        stretches = _shared_stretches(text_h, text_r, orders + STRETCH_OVER_ORDER)
+        if stretches:
+            tail = orders - 1
+            inner = sum(length for _, _, length in stretches) - len(stretches) * tail
+            for n in range(1, orders + 1):
+                out[offset + 3 * (n - 1) + 2] += inner
+            rest_h, rest_r = [], []
+            end_h = end_r = 0
+            for at_h, at_r, length in stretches:
+                rest_h.append(range(end_h, at_h))
+                rest_r.append(range(end_r, at_r))
+                end_h, end_r = at_h + length - tail, at_r + length - tail
+            rest_h.append(range(end_h, length_h))
+            rest_r.append(range(end_r, length_r))
+            add_orders_from(text_h, list(chain.from_iterable(rest_h)), text_r, list(chain.from_iterable(rest_r)),
+                            out, offset, orders)
+            return
+    add_orders_from(text_h, list(range(length_h)), text_r, list(range(length_r)), out, offset, orders)
+
+
+def add_orders_from(text_h: str, live_h: list[int], text_r: str, live_r: list[int], out: list[int], offset: int,
+                    orders: int) -> None:
+    """Add the matches of orders 1..orders among the n-grams that start at the given positions (sorted).
+
     Orders below a start order, where most n-grams repeat many times, are counted down from the start order's
     counts (:func:`_add_top_down`). From the start order on, each order's n-grams are the live positions'
     (n-1)-grams extended by the next code point, built by concatenation in C.
     """
     length_h, length_r = len(text_h), len(text_r)
-    counts_h, counts_r = Counter(text_h), Counter(text_r)
+    whole = len(live_h) == length_h and len(live_r) == length_r
+    if whole:
+        counts_h, counts_r = Counter(text_h), Counter(text_r)
+    else:
+        counts_h, counts_r = Counter(map(text_h.__getitem__, live_h)), Counter(map(text_r.__getitem__, live_r))
     if counts_h.keys().isdisjoint(counts_r.keys()):
         return
-    start = min(_start_order(counts_h, length_h), _start_order(counts_r, length_r), orders)
+    start = min(_start_order(counts_h, len(live_h)), _start_order(counts_r, len(live_r)), orders)
     # The live positions of each side, in order, and their n-grams (those that have room for one).
-    live_h, live_r = list(range(length_h)), list(range(length_r))
     grams_h: list[str] | str = text_h
     grams_r: list[str] | str = text_r
     matches_below = 0  # the previous order's matches
     if start > 1:
         matches_below = _matches(counts_h, counts_r)
         out[offset + 2] += matches_below
+    if not whole:
+        grams_h, grams_r = _grams_at(text_h, live_h, start), _grams_at(text_r, live_r, start)
+    elif start > 1:
         grams_h, grams_r = _grams(text_h, start), _grams(text_r, start)
     settled = [0] * (orders + 2)  # difference array over orders: matches of the settled n-grams
-    look_below = length_h + length_r  # look ahead (see below) only while fewer positions than this are live
+    look_below = len(live_h) + len(live_r)  # look ahead (see below) only while fewer positions than this are live
     previous_classes = 1
     for n in range(start, orders + 1):
         if n > start:
@@ -215,6 +262,59 @@ def add_orders(text_h: str, text_r: str, out: list[int], offset: int, orders: in
         out[offset + 3 * (n - 1) + 2] += running
 
 
+def _shared_stretches(text_h: str, text_r: str, shortest: int) -> list[tuple[int, int, int]]:
+    """Stretches of at least ``shortest`` code points that the texts share, in order: (start in h, start in r,
+    length).
+
+    Greedy from the start: follow the agreement as far as it goes (slices compared in C, doubling then halving),
+    then re-find one by looking up the next ``shortest`` code points of one text near the current place in the
+    other. Any stretches count exactly (see :func:`add_orders`), so the search may miss some; it takes time linear
+    in the text and gives up when it stops paying (after a few fruitless tries, more for each stretch found),
+    so texts that share little cost it little.
+    """
+    length_h, length_r = len(text_h), len(text_r)
+    stretches: list[tuple[int, int, int]] = []
+    tries, i, j = 16, 0, 0
+    while tries > 0 and i < length_h and j < length_r:
+        length = _agreement(text_h, i, text_r, j)
+        if length >= shortest:
+            stretches.append((i, j, length))
+            tries += length // 32
+        else:
+            tries -= 1
+        i, j = i + length, j + length
+        for skip in range(1, RESYNC_WINDOW, shortest):  # past the difference: one side, then the other
+            anchor = text_h[i + skip : i + skip + shortest]
+            at = text_r.find(anchor, j, j + RESYNC_WINDOW + shortest) if len(anchor) == shortest else -1
+            if at >= 0:
+                i, j = i + skip, at
+                break
+            anchor = text_r[j + skip : j + skip + shortest]
+            at = text_h.find(anchor, i, i + RESYNC_WINDOW + shortest) if len(anchor) == shortest else -1
+            if at >= 0:
+                i, j = at, j + skip
+                break
+            tries -= 1
+            if tries <= 0:
+                break
+        else:
+            i, j = i + RESYNC_WINDOW, j + RESYNC_WINDOW
+    return stretches
+
+
+def _agreement(text_h: str, i: int, text_r: str, j: int) -> int:
+    """How many code points ``text_h[i:]`` and ``text_r[j:]`` share from their start; linear in the answer."""
+    limit = min(len(text_h) - i, len(text_r) - j)
+    agreed, step = 0, 16
+    while agreed < limit and text_h[i + agreed : i + agreed + step] == text_r[j + agreed : j + agreed + step]:
+        agreed, step = agreed + step, 2 * step
+    while step > 1 and agreed < limit:  # the difference is within the next step: halve it
+        step //= 2
+        if text_h[i + agreed : i + agreed + step] == text_r[j + agreed : j + agreed + step]:
+            agreed += step
+    return min(agreed, limit)
+
+
 def _alike(kinds: Iterable[str], short_h: Sequence[str], short_r: Sequence[str], n: int) -> set[str]:
     """The live n-grams all of whose occurrences, on both sides, continue alike up to the top order.
 
@@ -330,6 +430,11 @@ def _grams(text: str, n: int) -> list[str]:
     return grams
 
 
+def _grams_at(text: str, live: list[int], n: int) -> list[str]:
+    """The n-grams at the live positions (sorted) that have room for one."""
+    return [text[i : i + n] for i in live[: bisect_right(live, len(text) - n)]]
+
+
 def _shorter(counts: dict[str, int], text: str, live: list[int], k: int) -> dict[str, int]:
     """Counts of k-grams from counts of (k+1)-grams: summed by prefix, plus the live position at len - k."""
     shorter: dict[str, int] = {}
@@ -399,14 +504,16 @@ def _keep(grams: list[str] | str, live: list[int], keep: list[bool]) -> tuple[li
 
 
 def add_segment(hypothesis: str, reference: str, out: list[int], offset: int, orders: int) -> None:
-    """Add one segment's counts of orders 1..orders (characters or token code points) at ``out[offset:]``.
-
-    The totals and the identical and empty cases here; the matches of two different non-empty texts by the
-    string search or the hashing path.
-    """
+    """Add one segment's counts of orders 1..orders (characters or token code points) at ``out[offset:]``."""
     for n in range(1, orders + 1):
         out[offset + 3 * (n - 1)] += max(0, len(hypothesis) - n + 1)
         out[offset + 3 * (n - 1) + 1] += max(0, len(reference) - n + 1)
+    add_matches(hypothesis, reference, out, offset, orders)
+
+
+def add_matches(hypothesis: str, reference: str, out: list[int], offset: int, orders: int) -> None:
+    """Add the matches of orders 1..orders at ``out[offset + 3 * (n - 1) + 2]``: the identical and empty cases
+    here, those of two different non-empty texts by the string search or the hashing path."""
     if not hypothesis or not reference:
         return
     if hypothesis == reference:
