@@ -77,7 +77,9 @@ def adversarial() -> dict[str, dict]:
     position survives every order; changed at both ends so that no shared prefix or suffix helps), repeated
     random texts (no n-gram is ever unique), small alphabets (classes of equal n-grams that stay large),
     scattered changes (unique pairs that part at every distance; with a larger alphabet they are unique from a
-    lower order on, so they part over more orders), one-character words repeated (word n-grams that
+    lower order on, so they part over more orders; every 11th, so that the stretches between changes are too
+    short to count by length; on a repeated text, classes of two that part on one side only), one-character
+    words repeated (word n-grams that
     all repeat), and many distinct astral code points (large tables). Characters-only variants are compared
     with a typical request at their own settings, which is cheaper than one with words.
     """
@@ -95,6 +97,7 @@ def adversarial() -> dict[str, dict]:
     ternary = "".join(letters.choice("abc") for _ in range(half))
     run_then_random = "a" * (half // 2) + near[: half // 2]
     every_eleventh = "".join("!" if i % 11 == 0 else letter for i, letter in enumerate(near))
+    twice_every_eleventh = "".join("!" if i % 11 == 0 else letter for i, letter in enumerate(twice))
     wide = "".join(letters.choice("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMN") for _ in range(half))  # 40 letters
     wide_eleventh = "".join("!" if i % 11 == 0 else letter for i, letter in enumerate(wide))
     return {
@@ -115,6 +118,9 @@ def adversarial() -> dict[str, dict]:
         },
         "a random text against itself with every 11th letter changed (c10)": {
             "hypotheses": [near], "references": [every_eleventh], "char_order": 10, "word_order": 0,
+        },
+        "a random text twice against the same with every 11th letter changed (c10)": {
+            "hypotheses": [twice], "references": [twice_every_eleventh], "char_order": 10, "word_order": 0,
         },
         "a 40-letter random text against itself with every 11th letter changed (c10)": {
             "hypotheses": [wide], "references": [wide_eleventh], "char_order": 10, "word_order": 0,

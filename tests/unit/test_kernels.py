@@ -162,9 +162,16 @@ def test_python_kernel_counts_small_alphabet_texts_down_from_a_start_order_and_f
 
 
 def test_python_kernel_settles_repeated_n_grams_that_continue_alike(monkeypatch):
-    alike = _recording(monkeypatch, "_alike")
+    one_sided = _recording(monkeypatch, "_add_one_sided")
     _python_counts("a random text twice against itself, characters only (c10)", monkeypatch)
-    assert alike and len(alike[0][1]) > 10_000  # most 5-grams: twice on each side, alike to the tenth letter
+    assert one_sided and len(one_sided[0][1][0]) > 10_000  # most 5-grams: twice on each side, alike to the top
+
+
+def test_python_kernel_settles_n_grams_that_continue_alike_on_one_side(monkeypatch):
+    one_sided = _recording(monkeypatch, "_add_one_sided")
+    _python_counts("a random text twice against the same with every 11th letter changed (c10)", monkeypatch)
+    settled, partners = one_sided[0][1]
+    assert len(settled) > 10_000 and partners > 10_000  # 5-grams twice in h, once or twice in r
 
 
 def test_python_kernel_follows_unique_pairs_that_part_at_every_distance(monkeypatch):
@@ -173,13 +180,13 @@ def test_python_kernel_follows_unique_pairs_that_part_at_every_distance(monkeypa
     assert pairs and len(pairs[0][1]) > 10_000  # most 5-grams: once on each side, parting at every distance
 
 
-def test_python_kernel_takes_unique_pairs_first_where_matches_fall_and_then_skips_the_alike_look(monkeypatch):
+def test_python_kernel_takes_unique_pairs_first_where_matches_fall_and_then_skips_the_one_sided_look(monkeypatch):
     pairs = _recording(monkeypatch, "_add_unique_pairs")
-    alike = _recording(monkeypatch, "_alike")
+    one_sided = _recording(monkeypatch, "_add_one_sided")
     _python_counts("a 40-letter random text against itself with every 11th letter changed (c10)", monkeypatch)
     first = pairs[0][0][7]  # the order of the first look: the start order, 3 for 40 letters
     assert first == 3 and len(pairs[0][1]) > 10_000
-    assert alike and all(args[3] != first for args, _ in alike)  # classes branch fast there: nothing to settle
+    assert one_sided and all(args[9] != first for args, _ in one_sided)  # classes branch fast: nothing to settle
 
 
 def test_python_kernel_counts_down_from_top_order_n_grams_once_few_remain(monkeypatch):

@@ -22,9 +22,9 @@ import sys
 from array import array
 from bisect import bisect_left, bisect_right
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from itertools import chain, compress
-from operator import add, eq, itemgetter, mul, not_, sub
+from operator import add, eq, ge, itemgetter, mul, ne, not_, sub
 
 # Up to this many code points, a reference is searched rather than its n-grams hashed (see
 # add_orders_short_reference); the bound keeps every search, and so the whole count, linear.
@@ -183,10 +183,11 @@ def add_orders_from(text_h: str, live_h: list[int], text_r: str, live_r: list[in
             live <= SMALL_CLASS * len(common) or (n > 1 and classes * growth ** (orders - n) <= live))
         gone: set[str] = set()
         if look:
-            # Unique pairs (an n-gram once on each side) are settled by comparing their two continuations, the
-            # other shared n-grams when all their occurrences continue alike up to the top order (by their top-order
-            # n-grams, where a pair that agrees all the way is one). Pairs go first when the matches fall fast:
-            # then most pairs part before the top, and comparing them is cheaper than their top-order n-grams.
+            # Unique pairs (an n-gram once on each side) are settled by comparing their two continuations, when the
+            # matches fall fast (then most pairs part before the top, and comparing them is cheaper than their
+            # top-order n-grams); then, or else first, the shared n-grams one side of which continues alike, by
+            # the top-order n-grams of the live positions (this includes the pairs and the n-grams that continue
+            # alike on both sides).
             pairs_first = falling
             handled: set[str] = set()
             if pairs_first:
@@ -195,45 +196,32 @@ def add_orders_from(text_h: str, live_h: list[int], text_r: str, live_r: list[in
                 unique = set(compress(common, map((2).__eq__, map(add, in_h, in_r))))  # common is unchanged
                 handled = _add_unique_pairs(unique, grams_h, live_h, text_h, grams_r, live_r, text_r, n, orders,
                                             settled, out, offset)
-            rest = common - handled if handled else common
-            # After pairs went first at an order whose classes branched fast, the other n-grams hardly ever all
-            # continue alike: looking at their top-order n-grams would cost a pass and settle nothing.
-            tops_h, tops_r, kinds, alike = [], [], {}, set()
+            kept = common - handled if handled else set(common)
+            gone = handled
+            matches_below = matches - len(handled)  # the matches of the n-grams that stay live
+            # After pairs went first at an order whose classes branched fast, the other n-grams hardly ever continue
+            # alike: looking at their top-order n-grams would cost passes and settle nothing.
+            tops_h: list[str] = []
+            tops_r: list[str] = []
             if not pairs_first or growth <= 2:
-                short_h: Sequence[str]
-                short_r: Sequence[str]
+                rest_grams_h: Sequence[str]
+                rest_grams_r: Sequence[str]
                 if handled:
-                    in_rest_h, in_rest_r = list(map(rest.__contains__, grams_h)), list(map(rest.__contains__, grams_r))
+                    in_rest_h, in_rest_r = list(map(kept.__contains__, grams_h)), list(map(kept.__contains__, grams_r))
                     rest_h, rest_r = list(compress(live_h, in_rest_h)), list(compress(live_r, in_rest_r))
-                    with_top_h = bisect_right(rest_h, length_h - orders)
-                    with_top_r = bisect_right(rest_r, length_r - orders)
-                    short_h = list(compress(grams_h, in_rest_h))[with_top_h:]  # n-grams too near the end for a top
-                    short_r = list(compress(grams_r, in_rest_r))[with_top_r:]
+                    rest_grams_h, rest_grams_r = list(compress(grams_h, in_rest_h)), list(compress(grams_r, in_rest_r))
                 else:
-                    rest_h, rest_r = live_h, live_r
-                    with_top_h = bisect_right(rest_h, length_h - orders)
-                    with_top_r = bisect_right(rest_r, length_r - orders)
-                    short_h, short_r = grams_h[with_top_h:], grams_r[with_top_r:]
+                    rest_h, rest_r, rest_grams_h, rest_grams_r = live_h, live_r, grams_h, grams_r
+                with_top_h = bisect_right(rest_h, length_h - orders)
+                with_top_r = bisect_right(rest_r, length_r - orders)
+                short_h, short_r = rest_grams_h[with_top_h:], rest_grams_r[with_top_r:]  # too near the end for a top
                 tops_h = [text_h[i : i + orders] for i in rest_h[:with_top_h]]
                 tops_r = [text_r[i : i + orders] for i in rest_r[:with_top_r]]
-                kinds = dict.fromkeys(chain(tops_h, tops_r))  # distinct, in the order of the text (near in memory)
-                alike = _alike(kinds, short_h, short_r, n)
-            kept = rest - alike
-            parting = _unique(kept, counts_h, counts_r)  # unique pairs that part before the top
-            if not pairs_first and 8 * len(parting) >= live:
-                handled = _add_unique_pairs(parting, grams_h, live_h, text_h, grams_r, live_r, text_r, n, orders,
-                                            settled, out, offset)
-                kept -= handled
-            # The alike n-grams' matches: min(count in hypothesis, count in reference) each, summed over the fewer
-            # of them and the other shared n-grams (then subtracted from the order's matches).
-            if len(kept) + len(handled) < len(alike):
-                matched = matches - _clipped(counts_h, counts_r, kept) - len(handled)
-            else:
-                matched = _clipped(counts_h, counts_r, alike & common)
-            settled[n + 1] += matched
-            settled[orders + 1] -= matched
-            gone = alike | handled
-            matches_below = matches - matched - len(handled)  # the matches of the n-grams that stay live
+                one_sided, partners = _add_one_sided(kept, counts_h, counts_r, rest_grams_h, tops_h, short_h,
+                                                     rest_grams_r, tops_r, short_r, n, orders, settled, out, offset)
+                kept -= one_sided
+                gone = gone | one_sided
+                matches_below -= partners
         # Drop the positions settled above and those whose n-gram the other side lacks (they cannot match again).
         # A pass costs, so a few of the latter are carried along until they are worth one.
         if not look:
@@ -246,14 +234,15 @@ def add_orders_from(text_h: str, live_h: list[int], text_r: str, live_r: list[in
             break
         if not look:
             continue
-        if (kinds or not rest) and 4 * (len(kinds) - len(alike)) <= len(grams_h) + len(grams_r):
-            # Few top-order n-grams left: count the higher orders down from them.
-            cut = itemgetter(slice(0, n))
-            top_h = Counter(compress(tops_h, map(kept.__contains__, map(cut, tops_h))))
-            top_r = Counter(compress(tops_r, map(kept.__contains__, map(cut, tops_r))))
-            out[offset + 3 * (orders - 1) + 2] += _matches(top_h, top_r)
-            _add_top_down(top_h, top_r, text_h, live_h, text_r, live_r, orders - 1, n, out, offset)
-            break
+        left = len(grams_h) + len(grams_r)
+        if tops_h and tops_r and 4 * len(kept) <= left:  # (each n-gram left has one top-order n-gram at least)
+            top_h = Counter(compress(tops_h, map(kept.__contains__, rest_grams_h)))
+            top_r = Counter(compress(tops_r, map(kept.__contains__, rest_grams_r)))
+            if 4 * len(top_h.keys() | top_r.keys()) <= left:
+                # Few top-order n-grams left: count the higher orders down from them.
+                out[offset + 3 * (orders - 1) + 2] += _matches(top_h, top_r)
+                _add_top_down(top_h, top_r, text_h, live_h, text_r, live_r, orders - 1, n, out, offset)
+                break
         if 4 * (len(grams_h) + len(grams_r)) > 3 * live:  # settled little: look again once half are gone
             look_below = live // 2
     running = 0
@@ -315,24 +304,35 @@ def _agreement(text_h: str, i: int, text_r: str, j: int) -> int:
     return min(agreed, limit)
 
 
-def _alike(kinds: Iterable[str], short_h: Sequence[str], short_r: Sequence[str], n: int) -> set[str]:
-    """The live n-grams all of whose occurrences, on both sides, continue alike up to the top order.
+def _add_one_sided(kept: set[str], counts_h: Counter[str], counts_r: Counter[str], grams_h: Sequence[str],
+                   tops_h: list[str], short_h: Sequence[str], grams_r: Sequence[str], tops_r: list[str],
+                   short_r: Sequence[str], n: int, orders: int, settled: list[int], out: list[int],
+                   offset: int) -> tuple[set[str], int]:
+    """Settle the shared n-grams one side of which continues alike; return them and their matches at order n.
 
-    Such an n-gram's longer n-grams occur at the same positions at every higher order, so each higher order
-    matches it min(count in hypothesis, count in reference) times, with no more hashing. An n-gram qualifies when
-    the top-order n-grams (``kinds``) starting with it are one and no occurrence is too near the end to have one
-    (``short_h``, ``short_r``: the n-grams of those occurrences).
+    When all of an n-gram's occurrences on one side have the same top-order n-gram T, and that side has it at
+    least as often as the other, each order n+k matches it once per occurrence on the other side whose top-order
+    n-gram agrees with T on k more code points (the count on T's side is never the smaller one). ``tops_*`` are
+    the top-order n-grams of the first positions of ``grams_*``, ``short_*`` the n-grams of the positions too near
+    the end for one.
     """
-    tops_per_gram = Counter(map(itemgetter(slice(0, n)), kinds))
-    alike = set(compress(tops_per_gram, map((1).__eq__, tops_per_gram.values())))
-    alike.difference_update(short_h, short_r)
-    return alike
-
-
-def _unique(common: set[str], counts_h: Counter[str], counts_r: Counter[str]) -> set[str]:
-    """The shared n-grams that occur exactly once on each side."""
-    both = map(add, map(counts_h.__getitem__, common), map(counts_r.__getitem__, common))
-    return set(compress(common, map((2).__eq__, both)))
+    top_h, top_r = dict(zip(grams_h, tops_h)), dict(zip(grams_r, tops_r))
+    no_top_h, no_top_r = set(short_h), set(short_r)
+    mixed_h = set(compress(grams_h, map(ne, tops_h, map(top_h.__getitem__, grams_h)))) | no_top_h
+    mixed_r = set(compress(grams_r, map(ne, tops_r, map(top_r.__getitem__, grams_r)))) | no_top_r
+    open_h = list(kept - mixed_h - no_top_r)
+    by_h = set(compress(open_h, map(ge, map(counts_h.__getitem__, open_h), map(counts_r.__getitem__, open_h))))
+    open_r = list(kept - by_h - mixed_r - no_top_h)
+    by_r = set(compress(open_r, map(ge, map(counts_r.__getitem__, open_r), map(counts_h.__getitem__, open_r))))
+    if not by_h and not by_r:
+        return by_h, 0
+    in_r, in_h = list(map(by_h.__contains__, grams_r)), list(map(by_r.__contains__, grams_h))
+    firsts = list(compress(tops_r, in_r))
+    firsts += compress(tops_h, in_h)
+    seconds = list(map(top_h.__getitem__, compress(grams_r, in_r)))
+    seconds += map(top_r.__getitem__, compress(grams_h, in_h))
+    _add_agreeing(firsts, seconds, n, n, orders, settled, out, offset)
+    return by_h | by_r, len(firsts)
 
 
 def _add_unique_pairs(pairs: set[str], grams_h: Sequence[str], live_h: list[int], text_h: str, grams_r: Sequence[str],
@@ -358,6 +358,15 @@ def _add_unique_pairs(pairs: set[str], grams_h: Sequence[str], live_h: list[int]
         at_h, at_r, handled = list(compress(at_h, fits)), list(compress(at_r, fits)), list(compress(handled, fits))
     firsts = [text_h[i + n : i + orders] for i in at_h]
     seconds = [text_r[j + n : j + orders] for j in at_r]
+    _add_agreeing(firsts, seconds, 0, n, orders, settled, out, offset)
+    return set(handled)
+
+
+def _add_agreeing(firsts: list[str], seconds: list[str], skip: int, n: int, orders: int, settled: list[int],
+                  out: list[int], offset: int) -> None:
+    """Add one match at each order n+k, k = 1..orders-n, for each pair (firsts[i], seconds[i]) whose continuations
+    (from index ``skip`` on) agree on their first k code points: at once to the difference array ``settled`` for
+    pairs that agree all the way, order by order for the others (comparing one code point per order)."""
     agree = list(map(eq, firsts, seconds))
     compared = agree.count(True)
     settled[n + 1] += compared
@@ -366,7 +375,7 @@ def _add_unique_pairs(pairs: set[str], grams_h: Sequence[str], live_h: list[int]
         parting = list(map(not_, agree))
         firsts, seconds = list(compress(firsts, parting)), list(compress(seconds, parting))
         for k in range(1, orders - n):  # all of them agree on their first k - 1 code points: compare the k-th
-            at = itemgetter(k - 1)
+            at = itemgetter(skip + k - 1)
             agree = list(map(eq, map(at, firsts), map(at, seconds)))
             agreeing = agree.count(True)
             if not agreeing:
@@ -374,7 +383,6 @@ def _add_unique_pairs(pairs: set[str], grams_h: Sequence[str], live_h: list[int]
             out[offset + 3 * (n + k - 1) + 2] += agreeing
             if agreeing < len(agree):
                 firsts, seconds = list(compress(firsts, agree)), list(compress(seconds, agree))
-    return set(handled)
 
 
 def _add_top_down(counts_h: dict[str, int], counts_r: dict[str, int], text_h: str, live_h: list[int],
