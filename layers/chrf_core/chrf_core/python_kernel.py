@@ -314,25 +314,40 @@ def _add_one_sided(kept: set[str], counts_h: Counter[str], counts_r: Counter[str
     least as often as the other, each order n+k matches it once per occurrence on the other side whose top-order
     n-gram agrees with T on k more code points (the count on T's side is never the smaller one). ``tops_*`` are
     the top-order n-grams of the first positions of ``grams_*``, ``short_*`` the n-grams of the positions too near
-    the end for one.
+    the end for one. The side with more positions (the likelier to repeat) is looked at first, the other only when
+    much is left.
     """
-    top_h, top_r = dict(zip(grams_h, tops_h)), dict(zip(grams_r, tops_r))
-    no_top_h, no_top_r = set(short_h), set(short_r)
-    mixed_h = set(compress(grams_h, map(ne, tops_h, map(top_h.__getitem__, grams_h)))) | no_top_h
-    mixed_r = set(compress(grams_r, map(ne, tops_r, map(top_r.__getitem__, grams_r)))) | no_top_r
-    open_h = list(kept - mixed_h - no_top_r)
-    by_h = set(compress(open_h, map(ge, map(counts_h.__getitem__, open_h), map(counts_r.__getitem__, open_h))))
-    open_r = list(kept - by_h - mixed_r - no_top_h)
-    by_r = set(compress(open_r, map(ge, map(counts_r.__getitem__, open_r), map(counts_h.__getitem__, open_r))))
-    if not by_h and not by_r:
-        return by_h, 0
-    in_r, in_h = list(map(by_h.__contains__, grams_r)), list(map(by_r.__contains__, grams_h))
-    firsts = list(compress(tops_r, in_r))
-    firsts += compress(tops_h, in_h)
-    seconds = list(map(top_h.__getitem__, compress(grams_r, in_r)))
-    seconds += map(top_r.__getitem__, compress(grams_h, in_h))
+    sides = [(counts_h, grams_h, tops_h, short_h), (counts_r, grams_r, tops_r, short_r)]
+    if len(grams_r) > len(grams_h):
+        sides.reverse()
+    first, other = sides
+    done, firsts, seconds = _alike_on_one_side(kept, *first, *other)
+    left = kept - done if done else kept
+    if 8 * len(left) >= len(kept):
+        more, more_firsts, more_seconds = _alike_on_one_side(left, *other, *first)
+        done = done | more
+        firsts += more_firsts
+        seconds += more_seconds
     _add_agreeing(firsts, seconds, n, n, orders, settled, out, offset)
-    return by_h | by_r, len(firsts)
+    return done, len(firsts)
+
+
+def _alike_on_one_side(kept: set[str], counts_a: Counter[str], grams_a: Sequence[str], tops_a: list[str],
+                       short_a: Sequence[str], counts_b: Counter[str], grams_b: Sequence[str], tops_b: list[str],
+                       short_b: Sequence[str]) -> tuple[set[str], list[str], list[str]]:
+    """The n-grams of ``kept`` whose occurrences on side a all have one top-order n-gram, at least as many as on
+    side b (each with a top-order n-gram there); the top-order n-grams of their occurrences on side b, and beside
+    each the one of side a."""
+    top_a = dict(zip(grams_a, tops_a))
+    mixed = set(compress(grams_a, map(ne, tops_a, map(top_a.__getitem__, grams_a))))
+    mixed.update(short_a, short_b)
+    candidates = list(kept - mixed)
+    alike = set(compress(candidates, map(ge, map(counts_a.__getitem__, candidates),
+                                         map(counts_b.__getitem__, candidates))))
+    if not alike:
+        return alike, [], []
+    in_b = list(map(alike.__contains__, grams_b))
+    return alike, list(compress(tops_b, in_b)), list(map(top_a.__getitem__, compress(grams_b, in_b)))
 
 
 def _add_unique_pairs(pairs: set[str], grams_h: Sequence[str], live_h: list[int], text_h: str, grams_r: Sequence[str],
