@@ -176,8 +176,10 @@ def test_python_kernel_settles_n_grams_that_continue_alike_on_one_side(monkeypat
 
 def test_python_kernel_follows_unique_pairs_that_part_at_every_distance(monkeypatch):
     pairs = _recording(monkeypatch, "_add_unique_pairs")
+    diagonal = _recording(monkeypatch, "_add_diagonal")
     _python_counts("a random text against itself with every 11th letter changed (c10)", monkeypatch)
     assert pairs and len(pairs[0][1]) > 10_000  # most 5-grams: once on each side, parting at every distance
+    assert diagonal[0][0][1] == 0 and len(diagonal[0][0][0]) > 10_000  # at the same place on both sides
 
 
 def test_python_kernel_takes_unique_pairs_first_where_matches_fall_and_then_skips_the_one_sided_look(monkeypatch):

@@ -23,7 +23,7 @@ from array import array
 from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Sequence
-from itertools import chain, compress
+from itertools import chain, compress, repeat
 from operator import add, eq, ge, itemgetter, mul, ne, not_, sub
 
 # Up to this many code points, a reference is searched rather than its n-grams hashed (see
@@ -40,6 +40,8 @@ STRETCH_OVER_ORDER = 1
 # The search follows an agreement to its end, then re-finds one by looking up the next code points of one text
 # within this many code points of the current place in the other.
 RESYNC_WINDOW = 256
+# Unique pairs are settled along their most common diagonal (see _add_diagonal) from this many on.
+DIAGONAL_FROM = 256
 CODE_POINTS = sys.maxunicode + 1  # how many distinct words a segment pair can have as one code point each
 ASCII_PUNCTUATION = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")  # string.punctuation
 
@@ -371,10 +373,33 @@ def _add_unique_pairs(pairs: set[str], grams_h: Sequence[str], live_h: list[int]
     if at_r and max(at_r) > room_r:  # a reference occurrence too near the end: leave that pair to the passes
         fits = list(map(room_r.__ge__, at_r))
         at_h, at_r, handled = list(compress(at_h, fits)), list(compress(at_r, fits)), list(compress(handled, fits))
+    if len(at_h) >= DIAGONAL_FROM:
+        # Most pairs of near-identical texts lie on one diagonal (the same offset between their two positions):
+        # their agreements are the distances to the next difference along it, found by bisection.
+        (shift, on), = Counter(map(sub, at_r, at_h)).most_common(1)
+        if 2 * on >= len(at_h):
+            on_diagonal = list(map(shift.__eq__, map(sub, at_r, at_h)))
+            _add_diagonal(list(compress(at_h, on_diagonal)), shift, text_h, text_r, n, orders, settled)
+            off = list(map(not_, on_diagonal))
+            at_h, at_r = list(compress(at_h, off)), list(compress(at_r, off))
     firsts = [text_h[i + n : i + orders] for i in at_h]
     seconds = [text_r[j + n : j + orders] for j in at_r]
     _add_agreeing(firsts, seconds, 0, n, orders, settled, out, offset)
     return set(handled)
+
+
+def _add_diagonal(at_h: list[int], shift: int, text_h: str, text_r: str, n: int, orders: int,
+                  settled: list[int]) -> None:
+    """Settle unique pairs at (i, i + shift), i in ``at_h``, from where the texts differ along that diagonal."""
+    first = max(0, -shift)
+    end = first + min(len(text_h) - first, len(text_r) - first - shift)  # where the diagonal ends
+    differ = list(compress(range(first, end), map(ne, text_h[first:], text_r[first + shift :])))
+    differ.append(end)
+    starts = list(map(add, at_h, repeat(n)))
+    nexts = map(differ.__getitem__, map(bisect_left, repeat(differ), starts))
+    for agreed, pairs in Counter(map(min, map(sub, nexts, starts), repeat(orders - n))).items():
+        settled[n + 1] += pairs
+        settled[n + agreed + 1] -= pairs
 
 
 def _add_agreeing(firsts: list[str], seconds: list[str], skip: int, n: int, orders: int, settled: list[int],
