@@ -10,6 +10,7 @@ Usage: python tests/worst_case_counts.py native|python [REPEATS]
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -44,7 +45,10 @@ def counted(kernel: str, name: str, settings: tuple[int, int], repeats: int) -> 
         command = ["valgrind", "--tool=cachegrind", "--cache-sim=yes", "--LL=1048576,16,64",
                    "--cachegrind-out-file=/dev/null", sys.executable, __file__, "--one", kernel, name,
                    f"{settings[0]},{settings[1]}", str(times)]
-        report = subprocess.run(command, capture_output=True, text=True, check=True).stderr
+        # One hash seed for every run: otherwise the import's count moves with the seed by more than a native
+        # request costs, and the difference below would measure that.
+        environment = {**os.environ, "PYTHONHASHSEED": "0"}
+        report = subprocess.run(command, capture_output=True, text=True, check=True, env=environment).stderr
 
         def total(label: str) -> int:
             return int(re.search(label + r"\s*:\s*([\d,]+)", report).group(1).replace(",", ""))  # type: ignore[union-attr]
