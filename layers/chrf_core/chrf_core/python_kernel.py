@@ -7,12 +7,11 @@ segment's vocabulary), so character and word n-grams are both substrings and sha
 Short references are searched as strings. Long texts are first searched for long stretches they share, whose
 inner n-grams match one to one and are counted by length; what follows runs on the positions left. Per segment:
 the orders at which most n-grams repeat many times are counted down, by distinct n-gram, from a start order's
-counts; from there each order is counted up by
-position, keeping only positions whose n-gram the other side has too. When the classes of equal n-grams are
-small, the kernel looks ahead: unique pairs are settled by comparing their two continuations (first, when the
-matches fall fast from order to order, so that most pairs part early), n-grams whose occurrences all continue
-alike by each position's top-order n-gram, and when few top-order n-grams remain the rest is counted down from
-them.
+counts; from there each order is counted up by position, keeping only positions whose n-gram the other side has
+too. When the classes of equal n-grams are small, the kernel looks ahead: unique pairs are settled by comparing
+their two continuations (first, when the matches fall fast from order to order, so that most pairs part early),
+n-grams all of whose occurrences on one side continue alike by comparing the other side's top-order n-grams with
+that side's one, and when few top-order n-grams remain the rest is counted down from them.
 """
 
 from __future__ import annotations
@@ -198,7 +197,7 @@ def add_orders_from(text_h: str, live_h: list[int], text_r: str, live_r: list[in
                 unique = set(compress(common, map((2).__eq__, map(add, in_h, in_r))))  # common is unchanged
                 handled = _add_unique_pairs(unique, grams_h, live_h, text_h, grams_r, live_r, text_r, n, orders,
                                             settled, out, offset)
-            kept = common - handled if handled else set(common)
+            kept = common - handled if handled else common  # (common is not needed after this)
             gone = handled
             matches_below = matches - len(handled)  # the matches of the n-grams that stay live
             # After pairs went first at an order whose classes branched fast, the other n-grams hardly ever continue
