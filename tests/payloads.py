@@ -78,9 +78,9 @@ def adversarial() -> dict[str, dict]:
     random texts (no n-gram is ever unique), small alphabets (classes of equal n-grams that stay large),
     scattered changes (unique pairs that part at every distance; with a larger alphabet they are unique from a
     lower order on, so they part over more orders; every 11th, so that the stretches between changes are too
-    short to count by length; on a repeated text, classes of two that part on one side only), one-character
-    words repeated (word n-grams that
-    all repeat), and many distinct astral code points (large tables). Characters-only variants are compared
+    short to count by length; on a repeated text, classes of two that part on one side only, or on both),
+    one-character words repeated (word n-grams that all repeat), and many distinct astral code points (large
+    tables). Characters-only variants are compared
     with a typical request at their own settings, which is cheaper than one with words.
     """
     half = LIMIT // 2
@@ -98,6 +98,7 @@ def adversarial() -> dict[str, dict]:
     run_then_random = "a" * (half // 2) + near[: half // 2]
     every_eleventh = "".join("!" if i % 11 == 0 else letter for i, letter in enumerate(near))
     twice_every_eleventh = "".join("!" if i % 11 == 0 else letter for i, letter in enumerate(twice))
+    twice_every_eleventh_after_5 = "".join("!" if i % 11 == 5 else letter for i, letter in enumerate(twice))
     wide = "".join(letters.choice("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMN") for _ in range(half))  # 40 letters
     wide_eleventh = "".join("!" if i % 11 == 0 else letter for i, letter in enumerate(wide))
     return {
@@ -121,6 +122,10 @@ def adversarial() -> dict[str, dict]:
         },
         "a random text twice against the same with every 11th letter changed (c10)": {
             "hypotheses": [twice], "references": [twice_every_eleventh], "char_order": 10, "word_order": 0,
+        },
+        "the same, changed at other places on the hypothesis side too (c10)": {
+            "hypotheses": [twice_every_eleventh_after_5], "references": [twice_every_eleventh], "char_order": 10,
+            "word_order": 0,
         },
         "a 40-letter random text against itself with every 11th letter changed (c10)": {
             "hypotheses": [wide], "references": [wide_eleventh], "char_order": 10, "word_order": 0,
