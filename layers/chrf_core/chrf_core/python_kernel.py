@@ -375,9 +375,10 @@ def _add_unique_pairs(pairs: set[str], grams_h: Sequence[str], live_h: list[int]
     if len(at_h) >= DIAGONAL_FROM:
         # Most pairs of near-identical texts lie on one diagonal (the same offset between their two positions):
         # their agreements are the distances to the next difference along it, found by bisection.
-        (shift, on), = Counter(map(sub, at_r, at_h)).most_common(1)
+        shifts = list(map(sub, at_r, at_h))
+        (shift, on), = Counter(shifts).most_common(1)
         if 2 * on >= len(at_h):
-            on_diagonal = list(map(shift.__eq__, map(sub, at_r, at_h)))
+            on_diagonal = list(map(shift.__eq__, shifts))
             _add_diagonal(list(compress(at_h, on_diagonal)), shift, text_h, text_r, n, orders, settled)
             off = list(map(not_, on_diagonal))
             at_h, at_r = list(compress(at_h, off)), list(compress(at_r, off))
