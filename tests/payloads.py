@@ -99,6 +99,11 @@ def adversarial() -> dict[str, dict]:
     every_eleventh = "".join("!" if i % 11 == 0 else letter for i, letter in enumerate(near))
     twice_every_eleventh = "".join("!" if i % 11 == 0 else letter for i, letter in enumerate(twice))
     twice_every_eleventh_after_5 = "".join("!" if i % 11 == 5 else letter for i, letter in enumerate(twice))
+    # Changed to another of the ten letters (no code point that only one side has), every 13th at other places on
+    # each side: classes of two on each side that part at different orders on each side.
+    other_letter = {letter: "abcdefghij"[("abcdefghij".index(letter) + 3) % 10] for letter in "abcdefghij"}
+    twice_thirteenth_h = "".join(other_letter[letter] if i % 13 == 5 else letter for i, letter in enumerate(twice))
+    twice_thirteenth_r = "".join(other_letter[letter] if i % 13 == 0 else letter for i, letter in enumerate(twice))
     wide = "".join(letters.choice("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMN") for _ in range(half))  # 40 letters
     wide_eleventh = "".join("!" if i % 11 == 0 else letter for i, letter in enumerate(wide))
     return {
@@ -126,6 +131,10 @@ def adversarial() -> dict[str, dict]:
         "the same, changed at other places on the hypothesis side too (c10)": {
             "hypotheses": [twice_every_eleventh_after_5], "references": [twice_every_eleventh], "char_order": 10,
             "word_order": 0,
+        },
+        "a random text twice against the same, every 13th letter changed to another letter, at other places on "
+        "each side (c10)": {
+            "hypotheses": [twice_thirteenth_h], "references": [twice_thirteenth_r], "char_order": 10, "word_order": 0,
         },
         "a 40-letter random text against itself with every 11th letter changed (c10)": {
             "hypotheses": [wide], "references": [wide_eleventh], "char_order": 10, "word_order": 0,
