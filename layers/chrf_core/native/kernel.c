@@ -9,8 +9,8 @@
  * (code points, or word tokens interned by content: a 64-bit hash, then an exact comparison) first become dense
  * ranks. While alphabet^n is small, an n-gram is exactly a base-alphabet number and its order is counted with a
  * histogram (small alphabets, whose classes stay large). From there every position gets a class id per order,
- * from the pair (its class at the order below, its next unit): a direct table while classes are few, else a
- * per-class memo of the first continuation and an open-addressing table of integer pairs compared exactly.
+ * from the pair (its class at the order below, its next unit): a per-class memo of the first continuation, else a
+ * direct table while classes * alphabet fit in it, else an open-addressing table of integer pairs compared exactly.
  * Matches are the sum over classes of min(hypothesis count, reference count). A position whose class occurs on one
  * side only cannot match at any higher order and is dropped; a class with one position on each side is settled by
  * comparing what follows; a class whose members all continue alike to the top order is settled at once. Hashes
@@ -30,9 +30,10 @@
 #define ALIKE 0xFFFFFFFDu    /* while looking ahead: every member seen so far continues like the first */
 #define BRANCHES 0xFFFFFFFCu /* while looking ahead: some member continues differently or runs out */
 #define LOOK_AHEAD_FROM 1024 /* positions: fewer than this, looking ahead cannot save much */
-/* Direct-table slots (4 MB, touched only as far as used): while classes * alphabet fits, a continuation is one
-   access near its class's other continuations instead of a probe into a hash table twice the positions' size
-   (about 25% less time on long near copies with a small alphabet, whose classes stay many for several orders). */
+/* Direct-table slots (4 MB, touched only as far as used): while classes * alphabet fits, a continuation that is not
+   its class's first is one access near the class's other continuations instead of a probe into a hash table twice
+   the positions' size (long near copies with a small alphabet keep tens of thousands of classes for several
+   orders). */
 #define DIRECT_SLOTS (1u << 19)
 #define MAX_LENGTH 0x0FFFFFFFu /* code points per side of one segment: keeps every index and table size in 32 bits */
 
@@ -273,12 +274,18 @@ static inline uint32_t new_class(ClassInfo *next, uint32_t *classes) {
 }
 
 /*
- * The class at the next order of an n-gram of class `c` followed by `unit`, new ids dense from *classes. With few
- * classes the pair indexes the direct table; otherwise each class remembers the continuation of its first member,
- * so the members that continue alike (a passage that repeats) never touch the hash table.
+ * The class at the next order of an n-gram of class `c` followed by `unit`, new ids dense from *classes. Each class
+ * remembers the continuation of its first member, so the members that continue alike (a passage that repeats)
+ * touch no table; the others look the pair up in the direct table while classes * alphabet fits it, else in the
+ * hash table.
  */
 static inline uint32_t continuation(Work *work, int direct, uint32_t alphabet, ClassInfo *now, ClassInfo *next,
                                     uint32_t c, uint32_t unit, uint32_t *classes) {
+    if (now[c].memo_unit == unit) return now[c].memo_class;
+    if (now[c].memo_unit == NO_CLASS) {
+        now[c].memo_unit = unit;
+        return now[c].memo_class = new_class(next, classes);
+    }
     if (direct) {
         DirectSlot *slot = &work->direct[c * alphabet + unit];
         if (slot->stamp != work->direct_stamp) {
@@ -286,11 +293,6 @@ static inline uint32_t continuation(Work *work, int direct, uint32_t alphabet, C
             slot->value = new_class(next, classes);
         }
         return slot->value;
-    }
-    if (now[c].memo_unit == unit) return now[c].memo_class;
-    if (now[c].memo_unit == NO_CLASS) {
-        now[c].memo_unit = unit;
-        return now[c].memo_class = new_class(next, classes);
     }
     const uint32_t fresh = *classes, child = intern_pair(work, c, unit, classes);
     if (child == fresh) clear_class(next, child);
