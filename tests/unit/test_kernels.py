@@ -3,6 +3,7 @@ counts, on generated Unicode, on real data and on the most expensive shapes we c
 which kernel is active and why."""
 
 import os
+import random
 import subprocess
 import sys
 
@@ -204,6 +205,19 @@ def test_python_kernel_counts_near_identical_long_texts_around_the_stretches_the
     assert len(args[1]) + len(args[3]) < 40  # positions left: the two changed ends and one stretch's last nine
 
 
+def test_python_kernel_finds_a_stretch_moved_far_from_where_the_search_along_the_texts_looks(monkeypatch):
+    letters = random.Random(3)
+    text = "".join(letters.choice("abcdefghij") for _ in range(16_000))
+    hypothesis, reference = text, text[9_000:] + "!" + text[:9_000]  # a 9,000-letter block moved to the end
+    counted = _recording(monkeypatch, "add_orders_from")
+    far = _recording(monkeypatch, "_with_far_stretches")
+    assert run("python", [hypothesis], [reference], 10, 0) == naive_counts([hypothesis], [reference], 10, 0)
+    (_, stretches), = far
+    assert sorted(length for _, _, length in stretches)[-2:] == [7_000, 9_000]
+    (args, _), = counted
+    assert len(args[1]) + len(args[3]) < 100  # positions left: the stretches' last nine and the changed letter
+
+
 def test_python_kernel_stretch_search_gives_up_on_texts_that_share_little(monkeypatch):
     agreements = _recording(monkeypatch, "_agreement")
     _python_counts("distinct astral code points, shuffled (c10)")
@@ -235,12 +249,15 @@ def edited_long_texts(draw):
 @given(edited_long_texts(), st.integers(1, 10), st.integers(0, 4), st.booleans())
 def test_kernels_count_edited_long_texts_exactly(texts, char_order, word_order, short_stretches):
     # The Python kernel counts these around the stretches the texts share; with short_stretches also the word
-    # texts and texts below STRETCHES_FROM.
+    # texts and texts below STRETCHES_FROM, and with far stretches of any length worth counting.
     hypothesis, reference = texts
     expected = naive_counts([hypothesis], [reference], char_order, word_order)
     with pytest.MonkeyPatch.context() as patch:
-        if short_stretches:
+        if short_stretches:  # also the search for far stretches, at every few code points
             patch.setattr(python_kernel, "STRETCHES_FROM", 2)
+            patch.setattr(python_kernel, "FAR_PROBE_STEP", 7)
+            patch.setattr(python_kernel, "FAR_ANCHOR", 4)
+            patch.setattr(python_kernel, "FAR_SHORTEST", 11)
         for kernel in kernels():
             assert run(kernel, [hypothesis], [reference], char_order, word_order) == expected, kernel
 

@@ -4,8 +4,9 @@ Linear in the text, and built from C-level passes over lists (concatenation, Cou
 than Python loops over positions. Words are first written as one code point each (a token's index in the
 segment's vocabulary), so character and word n-grams are both substrings and share one code path.
 
-Short references are searched as strings. Long texts are first searched for long stretches they share, whose
-inner n-grams match one to one and are counted by length; what follows runs on the positions left. Per segment:
+Short references are searched as strings. Long texts are first searched for long stretches they share (along
+the texts, then, when that finds little, anywhere: moved blocks, repeats), whose inner n-grams match one to one
+and are counted by length; what follows runs on the positions left. Per segment:
 the orders at which most n-grams repeat many times are counted down, by distinct n-gram, from a start order's
 counts; from there each order is counted up by position, keeping only positions whose n-gram the other side has
 too. When the classes of equal n-grams are small, the kernel looks ahead: unique pairs are settled by comparing
@@ -19,7 +20,7 @@ from __future__ import annotations
 import math
 import sys
 from array import array
-from bisect import bisect_left, bisect_right
+from bisect import bisect_left, bisect_right, insort
 from collections import Counter
 from collections.abc import Sequence
 from itertools import chain, compress, repeat
@@ -39,6 +40,12 @@ STRETCH_OVER_ORDER = 1
 # The search follows an agreement to its end, then re-finds one by looking up the next code points of one text
 # within this many code points of the current place in the other.
 RESYNC_WINDOW = 256
+# When the search along the texts covers less than half of the shorter one, a point every FAR_PROBE_STEP code points
+# of the hypothesis outside the stretches found is looked up anywhere in the reference (FAR_ANCHOR code points), so
+# that blocks moved far, or texts repeated, are found too; such a stretch counts from FAR_SHORTEST code points on.
+FAR_PROBE_STEP = 128
+FAR_ANCHOR = 32
+FAR_SHORTEST = 256
 # Unique pairs are settled along their most common diagonal (see _add_diagonal) from this many on.
 DIAGONAL_FROM = 256
 CODE_POINTS = sys.maxunicode + 1  # how many distinct words a segment pair can have as one code point each
@@ -87,32 +94,38 @@ def token_texts(tokens_h: list[str], tokens_r: list[str]) -> tuple[str, str]:
 def add_orders(text_h: str, text_r: str, out: list[int], offset: int, orders: int) -> None:
     """Add the matches of orders 1..orders of two different non-empty texts to ``out[offset + 3 * (n - 1) + 2]``.
 
-    Long texts are first searched for long stretches they share. Each stretch's n-grams that start before its
-    last orders - 1 code points lie within it at every order, and the other text has the same ones: they match
-    one to one, at every order, and are counted by length. As min(x + a, x + b) = x + min(a, b), the rest of the
-    matches are those among the n-grams of the remaining positions (the gaps and the stretches' last orders - 1
-    code points), counted by :func:`add_orders_from`.
+    Long texts are first searched for long stretches they share: along the texts, then, if that covers less than
+    half of the shorter one, by looking points of the hypothesis up anywhere in the reference (moved blocks,
+    repeated texts). Each stretch's n-grams that start before its last orders - 1 code points lie within it at every
+    order, and the other text has the same ones: they match one to one, at every order, and are counted by length.
+    As min(x + a, x + b) = x + min(a, b), the rest of the matches are those among the n-grams of the remaining
+    positions (the gaps and the stretches' last orders - 1 code points), counted by :func:`add_orders_from`.
     """
     length_h, length_r = len(text_h), len(text_r)
     if min(length_h, length_r) >= STRETCHES_FROM and orders > 1:
         stretches = _shared_stretches(text_h, text_r, orders + STRETCH_OVER_ORDER)
+        if 2 * sum(length for _, _, length in stretches) < min(length_h, length_r):
+            stretches = _with_far_stretches(text_h, text_r, stretches)
         if stretches:
             tail = orders - 1
             inner = sum(length for _, _, length in stretches) - len(stretches) * tail
             for n in range(1, orders + 1):
                 out[offset + 3 * (n - 1) + 2] += inner
-            rest_h, rest_r = [], []
-            end_h = end_r = 0
-            for at_h, at_r, length in stretches:
-                rest_h.append(range(end_h, at_h))
-                rest_r.append(range(end_r, at_r))
-                end_h, end_r = at_h + length - tail, at_r + length - tail
-            rest_h.append(range(end_h, length_h))
-            rest_r.append(range(end_r, length_r))
-            add_orders_from(text_h, list(chain.from_iterable(rest_h)), text_r, list(chain.from_iterable(rest_r)),
-                            out, offset, orders)
+            rest_h = _outside(sorted((at_h, at_h + length - tail) for at_h, _, length in stretches), length_h)
+            rest_r = _outside(sorted((at_r, at_r + length - tail) for _, at_r, length in stretches), length_r)
+            add_orders_from(text_h, rest_h, text_r, rest_r, out, offset, orders)
             return
     add_orders_from(text_h, list(range(length_h)), text_r, list(range(length_r)), out, offset, orders)
+
+
+def _outside(spans: list[tuple[int, int]], length: int) -> list[int]:
+    """The positions below ``length`` outside the given disjoint spans [start, end), sorted by start."""
+    rest, end = [], 0
+    for start, stop in spans:
+        rest.append(range(end, start))
+        end = stop
+    rest.append(range(end, length))
+    return list(chain.from_iterable(rest))
 
 
 def add_orders_from(text_h: str, live_h: list[int], text_r: str, live_r: list[int], out: list[int], offset: int,
@@ -290,6 +303,45 @@ def _shared_stretches(text_h: str, text_r: str, shortest: int) -> list[tuple[int
         else:
             i, j = i + RESYNC_WINDOW, j + RESYNC_WINDOW
     return stretches
+
+
+def _with_far_stretches(text_h: str, text_r: str, stretches: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
+    """``stretches`` and the long ones found by looking up points of the hypothesis anywhere in the reference.
+
+    Every FAR_PROBE_STEP code points outside the stretches so far, the next FAR_ANCHOR code points are searched in
+    the reference (str.find, in C); a hit is followed back and forth, and kept when it is at least FAR_SHORTEST
+    long and overlaps no stretch on either side. At most length / FAR_PROBE_STEP searches, so linear in the text.
+    """
+    taken_h = sorted((at_h, at_h + length) for at_h, _, length in stretches)
+    taken_r = sorted((at_r, at_r + length) for _, at_r, length in stretches)
+    found = list(stretches)
+    reversed_h, reversed_r = text_h[::-1], text_r[::-1]
+    length_h, length_r = len(text_h), len(text_r)
+    i = 0
+    while i + FAR_ANCHOR <= length_h:
+        inside = bisect_right(taken_h, (i, length_h)) - 1
+        if inside >= 0 and taken_h[inside][1] > i:  # within a stretch: go on after it
+            i = max(i + FAR_PROBE_STEP, taken_h[inside][1])
+            continue
+        j = text_r.find(text_h[i : i + FAR_ANCHOR])
+        if j >= 0:
+            back = _agreement(reversed_h, length_h - i, reversed_r, length_r - j)
+            start_h, start_r = i - back, j - back
+            length = back + _agreement(text_h, i, text_r, j)
+            if length >= FAR_SHORTEST and _free(taken_h, start_h, length) and _free(taken_r, start_r, length):
+                found.append((start_h, start_r, length))
+                insort(taken_h, (start_h, start_h + length))
+                insort(taken_r, (start_r, start_r + length))
+                i = start_h + length
+                continue
+        i += FAR_PROBE_STEP
+    return found
+
+
+def _free(taken: list[tuple[int, int]], start: int, length: int) -> bool:
+    """Whether [start, start + length) overlaps none of the sorted disjoint spans ``taken``."""
+    at = bisect_right(taken, (start, start))
+    return (at == 0 or taken[at - 1][1] <= start) and (at == len(taken) or taken[at][0] >= start + length)
 
 
 def _agreement(text_h: str, i: int, text_r: str, j: int) -> int:
