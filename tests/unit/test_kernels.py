@@ -255,7 +255,7 @@ def test_kernels_count_edited_long_texts_exactly(texts, char_order, word_order, 
     with pytest.MonkeyPatch.context() as patch:
         if short_stretches:  # also the search for far stretches, at every few code points
             patch.setattr(python_kernel, "STRETCHES_FROM", 2)
-            patch.setattr(python_kernel, "FAR_PROBE_STEP", 7)
+            patch.setattr(python_kernel, "FAR_PROBES", 200)
             patch.setattr(python_kernel, "FAR_ANCHOR", 4)
             patch.setattr(python_kernel, "FAR_SHORTEST", 11)
         for kernel in kernels():

@@ -40,11 +40,12 @@ STRETCH_OVER_ORDER = 1
 # The search follows an agreement to its end, then re-finds one by looking up the next code points of one text
 # within this many code points of the current place in the other.
 RESYNC_WINDOW = 256
-# When the search along the texts covers less than half of the shorter one, a point every FAR_PROBE_STEP code points
-# of the hypothesis outside the stretches found is looked up anywhere in the reference (FAR_ANCHOR code points), so
-# that blocks moved far, or texts repeated, are found too; such a stretch counts from FAR_SHORTEST code points on.
-FAR_PROBE_STEP = 128
-FAR_ANCHOR = 32
+# When the search along the texts covers less than half of the shorter one, up to FAR_PROBES evenly spaced points of
+# the hypothesis outside the stretches found are looked up anywhere in the reference (FAR_ANCHOR code points: from
+# 100 on, str.find runs in linear time), so that blocks moved far, or texts repeated, are found too; such a stretch
+# counts from FAR_SHORTEST code points on.
+FAR_PROBES = 64
+FAR_ANCHOR = 100
 FAR_SHORTEST = 256
 # Unique pairs are settled along their most common diagonal (see _add_diagonal) from this many on.
 DIAGONAL_FROM = 256
@@ -308,21 +309,24 @@ def _shared_stretches(text_h: str, text_r: str, shortest: int) -> list[tuple[int
 def _with_far_stretches(text_h: str, text_r: str, stretches: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
     """``stretches`` and the long ones found by looking up points of the hypothesis anywhere in the reference.
 
-    Every FAR_PROBE_STEP code points outside the stretches so far, the next FAR_ANCHOR code points are searched in
-    the reference (str.find, in C); a hit is followed back and forth, and kept when it is at least FAR_SHORTEST
-    long and overlaps no stretch on either side. At most length / FAR_PROBE_STEP searches, so linear in the text.
+    At up to FAR_PROBES evenly spaced points outside the stretches so far, the next FAR_ANCHOR code points are
+    searched in the reference (str.find, in C, linear for such needles); a hit is followed back and forth, and kept
+    when it is at least FAR_SHORTEST long and overlaps no stretch on either side. A fixed number of searches, each
+    linear in the reference, and agreements that do not overlap: linear in the text.
     """
     taken_h = sorted((at_h, at_h + length) for at_h, _, length in stretches)
     taken_r = sorted((at_r, at_r + length) for _, at_r, length in stretches)
     found = list(stretches)
     reversed_h, reversed_r = text_h[::-1], text_r[::-1]
     length_h, length_r = len(text_h), len(text_r)
-    i = 0
-    while i + FAR_ANCHOR <= length_h:
+    step = max(FAR_ANCHOR, length_h // FAR_PROBES)
+    i, probes = 0, FAR_PROBES
+    while i + FAR_ANCHOR <= length_h and probes > 0:
         inside = bisect_right(taken_h, (i, length_h)) - 1
         if inside >= 0 and taken_h[inside][1] > i:  # within a stretch: go on after it
-            i = max(i + FAR_PROBE_STEP, taken_h[inside][1])
+            i = max(i + step, taken_h[inside][1])
             continue
+        probes -= 1
         j = text_r.find(text_h[i : i + FAR_ANCHOR])
         if j >= 0:
             back = _agreement(reversed_h, length_h - i, reversed_r, length_r - j)
@@ -334,7 +338,7 @@ def _with_far_stretches(text_h: str, text_r: str, stretches: list[tuple[int, int
                 insort(taken_r, (start_r, start_r + length))
                 i = start_h + length
                 continue
-        i += FAR_PROBE_STEP
+        i += step
     return found
 
 
