@@ -4,15 +4,15 @@ Linear in the text, and built from C-level passes over lists (concatenation, Cou
 than Python loops over positions. Words are first written as one code point each (a token's index in the
 segment's vocabulary), so character and word n-grams are both substrings and share one code path.
 
-Short references are searched as strings. Long texts are first searched for long stretches they share (along
-the texts, then, when that finds little, anywhere: moved blocks, repeats), whose inner n-grams match one to one
-and are counted by length; what follows runs on the positions left. Per segment:
-the orders at which most n-grams repeat many times are counted down, by distinct n-gram, from a start order's
-counts; from there each order is counted up by position, keeping only positions whose n-gram the other side has
-too. When the classes of equal n-grams are small, the kernel looks ahead: unique pairs are settled by comparing
-their two continuations (first, when the matches fall fast from order to order, so that most pairs part early),
-n-grams all of whose occurrences on one side continue alike by comparing the other side's top-order n-grams with
-that side's one, and when few top-order n-grams remain the rest is counted down from them.
+Short references are searched as strings. Long texts are first searched for long stretches they share (along the
+texts, then, when that finds little, anywhere: moved blocks, repeats), whose inner n-grams match one to one and are
+counted by length; what follows runs on the positions left. Per segment: the orders at which most n-grams repeat
+many times are counted down, by distinct n-gram, from a start order's counts; from there each order is counted up by
+position, keeping only positions whose n-gram the other side has too. When the classes of equal n-grams are small,
+the kernel looks ahead: unique pairs are settled by comparing their two continuations (first, when the matches fall
+fast from order to order, so that most pairs part early), n-grams all of whose occurrences on one side continue
+alike by comparing the other side's top-order n-grams with that side's one, and when few top-order n-grams remain
+the rest is counted down from them.
 """
 
 from __future__ import annotations
@@ -311,8 +311,8 @@ def _with_far_stretches(text_h: str, text_r: str, stretches: list[tuple[int, int
 
     At up to FAR_PROBES evenly spaced points outside the stretches so far, the next FAR_ANCHOR code points are
     searched in the reference (str.find, in C, linear for such needles); a hit is followed back and forth, and kept
-    when it is at least FAR_SHORTEST long and overlaps no stretch on either side. A fixed number of searches, each
-    linear in the reference, and agreements that do not overlap: linear in the text.
+    when it is at least FAR_SHORTEST long and overlaps no stretch on either side. At most FAR_PROBES searches and
+    as many agreements, each linear in the text: linear in the text.
     """
     taken_h = sorted((at_h, at_h + length) for at_h, _, length in stretches)
     taken_r = sorted((at_r, at_r + length) for _, at_r, length in stretches)
