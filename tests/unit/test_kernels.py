@@ -183,13 +183,33 @@ def test_python_kernel_follows_unique_pairs_that_part_at_every_distance(monkeypa
     assert diagonal[0][0][1] == 0 and len(diagonal[0][0][0]) > 10_000  # at the same place on both sides
 
 
+def test_python_kernel_finds_where_the_texts_differ_along_a_diagonal_once_per_segment(monkeypatch):
+    diagonal = _recording(monkeypatch, "_add_diagonal")
+    _python_counts("a random text against itself with every 11th letter changed (c10)", monkeypatch)
+    differences = diagonal[0][0][7]
+    assert len(diagonal) > 1 and all(args[7] is differences for args, _ in diagonal)  # one per segment, shared
+    assert set(differences) == {args[1] for args, _ in diagonal}  # one list per diagonal, found at its first use
+
+
 def test_python_kernel_takes_unique_pairs_first_where_matches_fall_and_then_skips_the_one_sided_look(monkeypatch):
     pairs = _recording(monkeypatch, "_add_unique_pairs")
     one_sided = _recording(monkeypatch, "_add_one_sided")
     _python_counts("a 40-letter random text against itself with every 11th letter changed (c10)", monkeypatch)
     first = pairs[0][0][7]  # the order of the first look: the start order, 3 for 40 letters
     assert first == 3 and len(pairs[0][1]) > 10_000
-    assert one_sided and all(args[9] != first for args, _ in one_sided)  # classes branch fast: nothing to settle
+    assert all(args[9] != first for args, _ in one_sided)  # classes branch fast: nothing to settle
+
+
+def test_python_kernel_skips_the_one_sided_look_once_unique_pairs_settled_a_quarter_of_the_shared_n_grams(
+        monkeypatch):
+    pairs = _recording(monkeypatch, "_add_unique_pairs")
+    one_sided = _recording(monkeypatch, "_add_one_sided")
+    _python_counts("a random text twice against the same, every 13th letter changed to another letter, at other "
+                   "places on each side (c10)", monkeypatch)
+    # At orders 6, 7, 8 over half of the shared n-grams are unique pairs; the rest come in classes of two on each
+    # side whose members part at different orders, so that few continue alike on one side: not worth a look.
+    assert [args[7] for args, _ in pairs] == [6, 7, 8] and len(pairs[0][1]) > 5_000
+    assert not one_sided
 
 
 def test_python_kernel_counts_down_from_top_order_n_grams_once_few_remain(monkeypatch):

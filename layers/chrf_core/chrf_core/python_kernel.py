@@ -158,6 +158,7 @@ def add_orders_from(text_h: str, live_h: list[int], text_r: str, live_r: list[in
     elif start > 1:
         grams_h, grams_r = _grams(text_h, start), _grams(text_r, start)
     settled = [0] * (orders + 2)  # difference array over orders: matches of the settled n-grams
+    differences: dict[int, list[int]] = {}  # per diagonal, where the texts differ along it (see _add_diagonal)
     look_below = len(live_h) + len(live_r)  # look ahead (see below) only while fewer positions than this are live
     previous_classes = 1
     for n in range(start, orders + 1):
@@ -210,15 +211,16 @@ def add_orders_from(text_h: str, live_h: list[int], text_r: str, live_r: list[in
                     in_h, in_r = list(map(counts_h.__getitem__, common)), list(map(counts_r.__getitem__, common))
                 unique = set(compress(common, map((2).__eq__, map(add, in_h, in_r))))  # common is unchanged
                 handled = _add_unique_pairs(unique, grams_h, live_h, text_h, grams_r, live_r, text_r, n, orders,
-                                            settled, out, offset)
+                                            settled, out, offset, differences)
             kept = common - handled if handled else common  # (common is not needed after this)
             gone = handled
             matches_below = matches - len(handled)  # the matches of the n-grams that stay live
-            # After pairs went first at an order whose classes branched fast, the other n-grams hardly ever continue
-            # alike: looking at their top-order n-grams would cost passes and settle nothing.
+            # After pairs went first at an order whose classes branched fast, or where they were a quarter or more of
+            # the shared n-grams (the others: small classes whose members part at different orders), the other n-grams
+            # hardly ever continue alike: looking at their top-order n-grams would cost passes and settle nothing.
             tops_h: list[str] = []
             tops_r: list[str] = []
-            if not pairs_first or growth <= 2:
+            if not pairs_first or (growth <= 2 and 4 * len(handled) < len(common)):
                 rest_grams_h: Sequence[str]
                 rest_grams_r: Sequence[str]
                 if handled:
@@ -409,7 +411,7 @@ def _alike_on_one_side(kept: set[str], counts_a: Counter[str], grams_a: Sequence
 
 def _add_unique_pairs(pairs: set[str], grams_h: Sequence[str], live_h: list[int], text_h: str, grams_r: Sequence[str],
                       live_r: list[int], text_r: str, n: int, orders: int, settled: list[int], out: list[int],
-                      offset: int) -> set[str]:
+                      offset: int, differences: dict[int, list[int]]) -> set[str]:
     """Settle the unique pairs whose two occurrences both have room up to the top order; return them.
 
     A pair matches at order n+k while its two continuations agree on k code points. Pairs that agree all the way
@@ -435,7 +437,7 @@ def _add_unique_pairs(pairs: set[str], grams_h: Sequence[str], live_h: list[int]
         (shift, on), = Counter(shifts).most_common(1)
         if 2 * on >= len(at_h):
             on_diagonal = list(map(shift.__eq__, shifts))
-            _add_diagonal(list(compress(at_h, on_diagonal)), shift, text_h, text_r, n, orders, settled)
+            _add_diagonal(list(compress(at_h, on_diagonal)), shift, text_h, text_r, n, orders, settled, differences)
             off = list(map(not_, on_diagonal))
             at_h, at_r = list(compress(at_h, off)), list(compress(at_r, off))
     firsts = [text_h[i + n : i + orders] for i in at_h]
@@ -445,12 +447,16 @@ def _add_unique_pairs(pairs: set[str], grams_h: Sequence[str], live_h: list[int]
 
 
 def _add_diagonal(at_h: list[int], shift: int, text_h: str, text_r: str, n: int, orders: int,
-                  settled: list[int]) -> None:
-    """Settle unique pairs at (i, i + shift), i in ``at_h``, from where the texts differ along that diagonal."""
-    first = max(0, -shift)
-    end = first + min(len(text_h) - first, len(text_r) - first - shift)  # where the diagonal ends
-    differ = list(compress(range(first, end), map(ne, text_h[first:], text_r[first + shift :])))
-    differ.append(end)
+                  settled: list[int], differences: dict[int, list[int]]) -> None:
+    """Settle unique pairs at (i, i + shift), i in ``at_h``, from where the texts differ along that diagonal
+    (found once per diagonal and kept in ``differences``)."""
+    differ = differences.get(shift)
+    if differ is None:
+        first = max(0, -shift)
+        end = first + min(len(text_h) - first, len(text_r) - first - shift)  # where the diagonal ends
+        differ = list(compress(range(first, end), map(ne, text_h[first:], text_r[first + shift :])))
+        differ.append(end)
+        differences[shift] = differ
     starts = list(map(add, at_h, repeat(n)))
     nexts = map(differ.__getitem__, map(bisect_left, repeat(differ), starts))
     for agreed, pairs in Counter(map(min, map(sub, nexts, starts), repeat(orders - n))).items():
