@@ -1,8 +1,10 @@
 """The pure-Python counting kernel: the same numbers as the native one, for every platform.
 
-Linear in the text, and built from C-level passes over lists (concatenation, Counter, set operations) rather
-than Python loops over positions. Words are first written as one code point each (a token's index in the
-segment's vocabulary), so character and word n-grams are both substrings and share one code path.
+Linear in the text, and built from C-level passes over lists (arithmetic, Counter, set operations) rather than
+Python loops over positions. Words are first written as one code point each (a token's index in the segment's
+vocabulary), so character and word n-grams are both substrings and share one code path. Counted by position, an
+n-gram is a number, its key: its code points' codes as digits (see _codes), built by one addition per position and
+order and hashed at once, where a string would be copied and hashed byte by byte.
 
 Short references are searched as strings. Long texts are first searched for long stretches they share (along the
 texts, then, when that finds little, anywhere: moved blocks, repeats), whose inner n-grams match one to one and are
@@ -22,9 +24,10 @@ import sys
 from array import array
 from bisect import bisect_left, bisect_right, insort
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from itertools import chain, compress, repeat
 from operator import add, eq, ge, itemgetter, mul, ne, not_, sub
+from typing import TypeVar
 
 # Up to this many code points, a reference is searched rather than its n-grams hashed (see
 # add_orders_short_reference); the bound keeps every search, and so the whole count, linear.
@@ -49,7 +52,11 @@ FAR_ANCHOR = 100
 FAR_SHORTEST = 256
 # Unique pairs are settled along their most common diagonal (see _add_diagonal) from this many on.
 DIAGONAL_FROM = 256
+SCALE_TABLE = 4096
+FOUR_BYTE_ARRAY = next((code for code in "IL" if array(code).itemsize == 4), "")
+NATIVE_UTF_32 = "utf-32-le" if sys.byteorder == "little" else "utf-32-be"
 CODE_POINTS = sys.maxunicode + 1  # how many distinct words a segment pair can have as one code point each
+Gram = TypeVar("Gram", str, int)  # an n-gram: its text, or its key (see _codes)
 ASCII_PUNCTUATION = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")  # string.punctuation
 
 
@@ -135,28 +142,35 @@ def add_orders_from(text_h: str, live_h: list[int], text_r: str, live_r: list[in
 
     Orders below a start order, where most n-grams repeat many times, are counted down from the start order's
     counts (:func:`_add_top_down`). From the start order on, each order's n-grams are the live positions'
-    (n-1)-grams extended by the next code point, built by concatenation in C.
+    (n-1)-grams extended by the next code point: keys (see :func:`_codes`), one addition per position, in C.
     """
     length_h, length_r = len(text_h), len(text_r)
     whole = len(live_h) == length_h and len(live_r) == length_r
     if whole:
-        counts_h, counts_r = Counter(text_h), Counter(text_r)
+        chars_h, chars_r = Counter(text_h), Counter(text_r)
     else:
-        counts_h, counts_r = Counter(map(text_h.__getitem__, live_h)), Counter(map(text_r.__getitem__, live_r))
-    if counts_h.keys().isdisjoint(counts_r.keys()):
+        chars_h, chars_r = Counter(map(text_h.__getitem__, live_h)), Counter(map(text_r.__getitem__, live_r))
+    if chars_h.keys().isdisjoint(chars_r.keys()):
         return
-    start = min(_start_order(counts_h, len(live_h)), _start_order(counts_r, len(live_r)), orders)
-    # The live positions of each side, in order, and their n-grams (those that have room for one).
-    grams_h: list[str] | str = text_h
-    grams_r: list[str] | str = text_r
+    start = min(_start_order(chars_h, len(live_h)), _start_order(chars_r, len(live_r)), orders)
     matches_below = 0  # the previous order's matches
     if start > 1:
-        matches_below = _matches(counts_h, counts_r)
+        matches_below = _matches(chars_h, chars_r)
         out[offset + 2] += matches_below
-    if not whole:
-        grams_h, grams_r = _grams_at(text_h, live_h, start), _grams_at(text_r, live_r, start)
-    elif start > 1:
-        grams_h, grams_r = _grams(text_h, start), _grams(text_r, start)
+    # From here on an n-gram is a number, its key (see _codes). The codes number the texts' alphabet densely when
+    # it is known or worth a pass over the texts (mostly live), so that keys stay small.
+    if whole:
+        alphabet: set[str] | None = chars_h.keys() | chars_r.keys()
+    elif 4 * (len(live_h) + len(live_r)) >= length_h + length_r:
+        alphabet = set(text_h).union(text_r)
+    else:
+        alphabet = None
+    codes_h, codes_r, base = _codes(text_h, text_r, alphabet)
+    # The live positions of each side, in order, and their n-grams (those that have room for one).
+    if whole:
+        grams_h, grams_r = _keys(codes_h, start, base), _keys(codes_r, start, base)
+    else:
+        grams_h, grams_r = _keys_at(codes_h, live_h, start, base), _keys_at(codes_r, live_r, start, base)
     settled = [0] * (orders + 2)  # difference array over orders: matches of the settled n-grams
     differences: dict[int, list[int]] = {}  # per diagonal, where the texts differ along it (see _add_diagonal)
     look_below = len(live_h) + len(live_r)  # look ahead (see below) only while fewer positions than this are live
@@ -165,14 +179,14 @@ def add_orders_from(text_h: str, live_h: list[int], text_r: str, live_r: list[in
         if n > start:
             del live_h[len(grams_h) :], live_r[len(grams_r) :]
             del live_h[bisect_right(live_h, length_h - n) :], live_r[bisect_right(live_r, length_r - n) :]
-            grams_h = list(map(add, grams_h, map(text_h[n - 1 :].__getitem__, live_h)))
-            grams_r = list(map(add, grams_r, map(text_r[n - 1 :].__getitem__, live_r)))
+            grams_h = _extended(grams_h, codes_h, live_h, n - 1, base)
+            grams_r = _extended(grams_r, codes_r, live_r, n - 1, base)
             if not grams_h or not grams_r:
                 break
-        if n > 1:
-            counts_h, counts_r = Counter(grams_h), Counter(grams_r)
+        counts_h, counts_r = Counter(grams_h), Counter(grams_r)
         if n == start > 2:  # the orders below the start, counted down from it
-            matches_below = _add_top_down(counts_h, counts_r, text_h, live_h, text_r, live_r, start - 1, 1, out,
+            matches_below = _add_top_down(counts_h, counts_r, _key_at_end(codes_h, live_h, base),
+                                          _key_at_end(codes_r, live_r, base), _key_prefix(base), start - 1, 1, out,
                                           offset)
         common = counts_h.keys() & counts_r.keys()
         if not common:
@@ -197,7 +211,7 @@ def add_orders_from(text_h: str, live_h: list[int], text_r: str, live_r: list[in
         previous_classes = classes
         look = orders - n >= 2 and SETTLE_FROM <= live <= look_below and (
             live <= SMALL_CLASS * len(common) or (n > 1 and classes * growth ** (orders - n) <= live))
-        gone: set[str] = set()
+        gone: set[int] = set()
         if look:
             # Unique pairs (an n-gram once on each side) are settled by comparing their two continuations, when the
             # matches fall fast (then most pairs part before the top, and comparing them is cheaper than their
@@ -205,7 +219,7 @@ def add_orders_from(text_h: str, live_h: list[int], text_r: str, live_r: list[in
             # the top-order n-grams of the live positions (this includes the pairs and the n-grams that continue
             # alike on both sides).
             pairs_first = falling
-            handled: set[str] = set()
+            handled: set[int] = set()
             if pairs_first:
                 if in_h is None or in_r is None:
                     in_h, in_r = list(map(counts_h.__getitem__, common)), list(map(counts_r.__getitem__, common))
@@ -221,8 +235,8 @@ def add_orders_from(text_h: str, live_h: list[int], text_r: str, live_r: list[in
             tops_h: list[str] = []
             tops_r: list[str] = []
             if not pairs_first or (growth <= 2 and 4 * len(handled) < len(common)):
-                rest_grams_h: Sequence[str]
-                rest_grams_r: Sequence[str]
+                rest_grams_h: Sequence[int]
+                rest_grams_r: Sequence[int]
                 if handled:
                     in_rest_h, in_rest_r = list(map(kept.__contains__, grams_h)), list(map(kept.__contains__, grams_r))
                     rest_h, rest_r = list(compress(live_h, in_rest_h)), list(compress(live_r, in_rest_r))
@@ -258,7 +272,8 @@ def add_orders_from(text_h: str, live_h: list[int], text_r: str, live_r: list[in
             if 4 * len(top_h.keys() | top_r.keys()) <= left:
                 # Few top-order n-grams left: count the higher orders down from them.
                 out[offset + 3 * (orders - 1) + 2] += _matches(top_h, top_r)
-                _add_top_down(top_h, top_r, text_h, live_h, text_r, live_r, orders - 1, n, out, offset)
+                _add_top_down(top_h, top_r, _gram_at_end(text_h, live_h), _gram_at_end(text_r, live_r),
+                              _prefix, orders - 1, n, out, offset)
                 break
         if 4 * (len(grams_h) + len(grams_r)) > 3 * live:  # settled little: look again once half are gone
             look_below = live // 2
@@ -363,10 +378,10 @@ def _agreement(text_h: str, i: int, text_r: str, j: int) -> int:
     return min(agreed, limit)
 
 
-def _add_one_sided(kept: set[str], counts_h: Counter[str], counts_r: Counter[str], grams_h: Sequence[str],
-                   tops_h: list[str], short_h: Sequence[str], grams_r: Sequence[str], tops_r: list[str],
-                   short_r: Sequence[str], n: int, orders: int, settled: list[int], out: list[int],
-                   offset: int) -> tuple[set[str], int]:
+def _add_one_sided(kept: set[int], counts_h: Counter[int], counts_r: Counter[int], grams_h: Sequence[int],
+                   tops_h: list[str], short_h: Sequence[int], grams_r: Sequence[int], tops_r: list[str],
+                   short_r: Sequence[int], n: int, orders: int, settled: list[int], out: list[int],
+                   offset: int) -> tuple[set[int], int]:
     """Settle the shared n-grams one side of which continues alike; return them and their matches at order n.
 
     When all of an n-gram's occurrences on one side have the same top-order n-gram T, and that side has it at
@@ -391,9 +406,9 @@ def _add_one_sided(kept: set[str], counts_h: Counter[str], counts_r: Counter[str
     return done, len(firsts)
 
 
-def _alike_on_one_side(kept: set[str], counts_a: Counter[str], grams_a: Sequence[str], tops_a: list[str],
-                       short_a: Sequence[str], counts_b: Counter[str], grams_b: Sequence[str], tops_b: list[str],
-                       short_b: Sequence[str]) -> tuple[set[str], list[str], list[str]]:
+def _alike_on_one_side(kept: set[int], counts_a: Counter[int], grams_a: Sequence[int], tops_a: list[str],
+                       short_a: Sequence[int], counts_b: Counter[int], grams_b: Sequence[int], tops_b: list[str],
+                       short_b: Sequence[int]) -> tuple[set[int], list[str], list[str]]:
     """The n-grams of ``kept`` whose occurrences on side a all have one top-order n-gram, at least as many as on
     side b (each with a top-order n-gram there); the top-order n-grams of their occurrences on side b, and beside
     each the one of side a."""
@@ -409,9 +424,9 @@ def _alike_on_one_side(kept: set[str], counts_a: Counter[str], grams_a: Sequence
     return alike, list(compress(tops_b, in_b)), list(map(top_a.__getitem__, compress(grams_b, in_b)))
 
 
-def _add_unique_pairs(pairs: set[str], grams_h: Sequence[str], live_h: list[int], text_h: str, grams_r: Sequence[str],
+def _add_unique_pairs(pairs: set[int], grams_h: Sequence[int], live_h: list[int], text_h: str, grams_r: Sequence[int],
                       live_r: list[int], text_r: str, n: int, orders: int, settled: list[int], out: list[int],
-                      offset: int, differences: dict[int, list[int]]) -> set[str]:
+                      offset: int, differences: dict[int, list[int]]) -> set[int]:
     """Settle the unique pairs whose two occurrences both have room up to the top order; return them.
 
     A pair matches at order n+k while its two continuations agree on k code points. Pairs that agree all the way
@@ -487,8 +502,9 @@ def _add_agreeing(firsts: list[str], seconds: list[str], skip: int, n: int, orde
                 firsts, seconds = list(compress(firsts, agree)), list(compress(seconds, agree))
 
 
-def _add_top_down(counts_h: dict[str, int], counts_r: dict[str, int], text_h: str, live_h: list[int],
-                  text_r: str, live_r: list[int], high: int, low: int, out: list[int], offset: int) -> int:
+def _add_top_down(counts_h: dict[Gram, int], counts_r: dict[Gram, int], end_h: Callable[[int], Gram | None],
+                  end_r: Callable[[int], Gram | None], prefix: Callable[[int], Callable[[Gram], Gram]], high: int,
+                  low: int, out: list[int], offset: int) -> int:
     """Add the matches of orders high..low+1, counted down from the counts of the live positions' (high+1)-grams;
     return those of order ``high``.
 
@@ -497,7 +513,8 @@ def _add_top_down(counts_h: dict[str, int], counts_r: dict[str, int], text_h: st
     """
     highest = 0
     for k in range(high, low, -1):
-        counts_h, counts_r = _shorter(counts_h, text_h, live_h, k), _shorter(counts_r, text_r, live_r, k)
+        shorten = prefix(k)
+        counts_h, counts_r = _shorter(counts_h, shorten, end_h(k)), _shorter(counts_r, shorten, end_r(k))
         matches = _matches(counts_h, counts_r)
         out[offset + 3 * (k - 1) + 2] += matches
         if k == high:
@@ -505,12 +522,12 @@ def _add_top_down(counts_h: dict[str, int], counts_r: dict[str, int], text_h: st
     return highest
 
 
-def _matches(counts_h: dict[str, int], counts_r: dict[str, int]) -> int:
+def _matches(counts_h: dict[Gram, int], counts_r: dict[Gram, int]) -> int:
     """Clipped matches: the sum over shared n-grams of the smaller count."""
     return _clipped(counts_h, counts_r, counts_h.keys() & counts_r.keys())
 
 
-def _clipped(counts_h: dict[str, int], counts_r: dict[str, int], grams: set[str]) -> int:
+def _clipped(counts_h: dict[Gram, int], counts_r: dict[Gram, int], grams: set[Gram]) -> int:
     """The sum over ``grams`` (each counted on both sides) of the smaller count."""
     return sum(map(min, map(counts_h.__getitem__, grams), map(counts_r.__getitem__, grams)))
 
@@ -528,34 +545,119 @@ def _start_order(counts: Counter[str], length: int) -> int:
     return max(1, math.ceil(math.log(max(length / 8, 1)) / entropy))
 
 
-def _grams(text: str, n: int) -> list[str]:
-    """Every n-gram of ``text``, in order, built by doubling: 2k-grams are k-grams joined to those k on."""
-    if n == 1:
-        return list(text)
-    grams, size = list(map(add, text, text[1:])), 2
-    while 2 * size <= n:
-        grams, size = list(map(add, grams, grams[size:])), 2 * size
-    if size < n:
-        grams = list(map(add, grams, _grams(text[size:], n - size)))
-    return grams
-
-
-def _grams_at(text: str, live: list[int], n: int) -> list[str]:
-    """The n-grams at the live positions (sorted) that have room for one."""
-    return [text[i : i + n] for i in live[: bisect_right(live, len(text) - n)]]
-
-
-def _shorter(counts: dict[str, int], text: str, live: list[int], k: int) -> dict[str, int]:
-    """Counts of k-grams from counts of (k+1)-grams: summed by prefix, plus the live position at len - k."""
-    shorter: dict[str, int] = {}
+def _shorter(counts: dict[Gram, int], shorten: Callable[[Gram], Gram], at_end: Gram | None) -> dict[Gram, int]:
+    """Counts of k-grams from counts of (k+1)-grams: summed by prefix (``shorten``), plus ``at_end``, the k-gram of
+    the live position at len - k, if there is one (it has no (k+1)-gram)."""
+    shorter: dict[Gram, int] = {}
     get = shorter.get
-    for gram, times in zip(map(itemgetter(slice(0, k)), counts), counts.values()):
+    for gram, times in zip(map(shorten, counts), counts.values()):
         shorter[gram] = get(gram, 0) + times
-    last = len(text) - k
-    at = bisect_left(live, last)
-    if last >= 0 and at < len(live) and live[at] == last:
-        shorter[text[last:]] = get(text[last:], 0) + 1
+    if at_end is not None:
+        shorter[at_end] = get(at_end, 0) + 1
     return shorter
+
+
+def _prefix(k: int) -> Callable[[str], str]:
+    """k -> a text's first k code points."""
+    return itemgetter(slice(0, k))
+
+
+def _key_prefix(base: int) -> Callable[[int], Callable[[int], int]]:
+    """k -> the key of a (k+1)-gram's first k codes (its lowest k digits)."""
+    def prefix(k: int) -> Callable[[int], int]:
+        modulus: int = base**k
+        return modulus.__rmod__
+    return prefix
+
+
+def _gram_at_end(text: str, live: list[int]) -> Callable[[int], str | None]:
+    """k -> the k-gram at len(text) - k if that position is live."""
+    def at_end(k: int) -> str | None:
+        return text[len(text) - k :] if _is_live(live, len(text) - k) else None
+    return at_end
+
+
+def _key_at_end(codes: list[int], live: list[int], base: int) -> Callable[[int], int | None]:
+    """k -> the key of the k-gram at len(codes) - k if that position is live."""
+    def at_end(k: int) -> int | None:
+        return _key(codes, len(codes) - k, k, base) if _is_live(live, len(codes) - k) else None
+    return at_end
+
+
+def _is_live(live: list[int], position: int) -> bool:
+    """Whether ``position`` is among the live positions (sorted)."""
+    at = bisect_left(live, position)
+    return position >= 0 and at < len(live) and live[at] == position
+
+
+def _key(codes: list[int], at: int, n: int, base: int) -> int:
+    """The key of the n-gram at ``at``: its codes as digits in ``base``, the first code the lowest digit."""
+    key = 0
+    for code in reversed(codes[at : at + n]):
+        key = key * base + code
+    return key
+
+
+def _codes(text_h: str, text_r: str, alphabet: set[str] | None) -> tuple[list[int], list[int], int]:
+    """Both texts' codes, one per code point, and the base of the keys written with them.
+
+    An n-gram's key is the sum of its i-th code times base**i: the first code is the lowest digit, so extending an
+    n-gram adds one term and its first k code points' key is the key modulo base**k. Equal keys of one order are
+    equal n-grams. Given the texts' alphabet, the codes number it densely (small digits, so keys stay within one
+    machine word up to higher orders); else they are the code points.
+    """
+    if alphabet is not None:
+        code = {point: number for number, point in enumerate(alphabet)}
+        return list(map(code.__getitem__, text_h)), list(map(code.__getitem__, text_r)), max(2, len(code))
+    base = 128 if text_h.isascii() and text_r.isascii() else sys.maxunicode + 1
+    return _code_points(text_h), _code_points(text_r), base
+
+
+def _code_points(text: str) -> list[int]:
+    """The code points of ``text`` (lone surrogates included), by passes in C."""
+    if FOUR_BYTE_ARRAY:
+        return array(FOUR_BYTE_ARRAY, text.encode(NATIVE_UTF_32, "surrogatepass")).tolist()
+    return list(map(ord, text))
+
+
+def _codes_at(codes: list[int], live: Sequence[int], shift: int) -> Iterator[int]:
+    """The codes at the live positions + shift, which must lie in the text (a slice when every position is live,
+    then a lookup in a shifted copy while most are, else sums)."""
+    if len(live) == len(codes) - shift:  # sorted distinct positions below len - shift, as many: all of them
+        return iter(codes[shift:])
+    if 4 * len(live) >= len(codes):
+        return map(codes[shift:].__getitem__, live)
+    return map(codes.__getitem__, map(shift.__add__, live))
+
+
+def _keys(codes: list[int], n: int, base: int) -> list[int]:
+    """Every n-gram's key, in order, built by doubling (a 2k-gram is a k-gram plus the next one times base**k)."""
+    if n == 1:
+        return codes
+    keys, size = _extended(codes, codes, range(len(codes) - 1), 1, base), 2
+    while 2 * size <= n:
+        keys, size = list(map(add, keys, map(mul, keys[size:], repeat(base**size)))), 2 * size
+    if size < n:
+        keys = list(map(add, keys, map(mul, _keys(codes[size:], n - size, base), repeat(base**size))))
+    return keys
+
+
+def _keys_at(codes: list[int], live: list[int], n: int, base: int) -> list[int]:
+    """The keys of the n-grams at the live positions (sorted) that have room for one."""
+    live = live[: bisect_right(live, len(codes) - n)]
+    keys = list(_codes_at(codes, live, 0))
+    for j in range(1, n):
+        keys = _extended(keys, codes, live, j, base)
+    return keys
+
+
+def _extended(keys: list[int], codes: list[int], live: Sequence[int], shift: int, base: int) -> list[int]:
+    """The keys of the (shift)-grams at the live positions extended by one code, the one at live + shift."""
+    weight = base**shift
+    following = _codes_at(codes, live, shift)
+    if base <= SCALE_TABLE and 4 * base <= len(keys):  # each code's weight from a table: one new object per key
+        return list(map(add, keys, map([code * weight for code in range(base)].__getitem__, following)))
+    return list(map(add, keys, map(mul, following, repeat(weight))))
 
 
 def add_orders_short_reference(hypothesis: str, reference: str, out: list[int], offset: int, orders: int) -> None:
@@ -606,7 +708,7 @@ def _occurrences(text: str, part: str) -> int:
     return count
 
 
-def _keep(grams: list[str] | str, live: list[int], keep: list[bool]) -> tuple[list[str], list[int]]:
+def _keep(grams: list[int], live: list[int], keep: list[bool]) -> tuple[list[int], list[int]]:
     """The kept n-grams and the kept live positions (``keep`` runs over the n-grams, which are a prefix of them)."""
     kept = list(compress(live, keep))
     kept.extend(live[len(keep) :])
