@@ -78,10 +78,10 @@ def adversarial() -> dict[str, dict]:
     random texts (no n-gram is ever unique), small alphabets (classes of equal n-grams that stay large),
     scattered changes (unique pairs that part at every distance; with a larger alphabet they are unique from a
     lower order on, so they part over more orders; every 11th, so that the stretches between changes are too
-    short to count by length; on a repeated text, classes of two that part on one side only, or on both),
-    one-character words repeated (word n-grams that all repeat), and many distinct astral code points (large
-    tables). Characters-only variants are compared
-    with a typical request at their own settings, which is cheaper than one with words.
+    short to count by length; on a repeated text, classes of two that part on one side only, or on both, and with
+    40 letters and every 17th or 23rd, classes of two that stay shared over most orders), one-character words
+    repeated (word n-grams that all repeat), and many distinct astral code points (large tables). Characters-only
+    variants are compared with a typical request at their own settings, which is cheaper than one with words.
     """
     half = LIMIT // 2
     words = " ".join("abcdefghijklmnopqrstuvwxyz"[i % 26] for i in range(half // 4))
@@ -104,8 +104,16 @@ def adversarial() -> dict[str, dict]:
     other_letter = {letter: "abcdefghij"[("abcdefghij".index(letter) + 3) % 10] for letter in "abcdefghij"}
     twice_thirteenth_h = "".join(other_letter[letter] if i % 13 == 5 else letter for i, letter in enumerate(twice))
     twice_thirteenth_r = "".join(other_letter[letter] if i % 13 == 0 else letter for i, letter in enumerate(twice))
-    wide = "".join(letters.choice("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMN") for _ in range(half))  # 40 letters
+    forty = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMN"
+    wide = "".join(letters.choice(forty) for _ in range(half))  # 40 letters
     wide_eleventh = "".join("!" if i % 11 == 0 else letter for i, letter in enumerate(wide))
+    # The same with 40 letters, every 17th or 23rd: classes of two on each side that stay shared up to order 8 or 10.
+    other_wide = {letter: forty[(forty.index(letter) + 3) % 40] for letter in forty}
+    wide_twice = wide[: half // 2] * 2
+    wide_seventeenth_h = "".join(other_wide[c] if i % 17 == 8 else c for i, c in enumerate(wide_twice))
+    wide_seventeenth_r = "".join(other_wide[c] if i % 17 == 0 else c for i, c in enumerate(wide_twice))
+    wide_twenty_third_h = "".join(other_wide[c] if i % 23 == 11 else c for i, c in enumerate(wide_twice))
+    wide_twenty_third_r = "".join(other_wide[c] if i % 23 == 0 else c for i, c in enumerate(wide_twice))
     return {
         "one character against filler + run (c10)": {
             "hypotheses": ["a" * half], "references": ["!" * (half - 10) + "a" * 10], "char_order": 10,
@@ -138,6 +146,14 @@ def adversarial() -> dict[str, dict]:
         },
         "a 40-letter random text against itself with every 11th letter changed (c10)": {
             "hypotheses": [wide], "references": [wide_eleventh], "char_order": 10, "word_order": 0,
+        },
+        "a 40-letter random text twice against the same, every 17th letter changed to another letter, at other "
+        "places on each side (c10)": {
+            "hypotheses": [wide_seventeenth_h], "references": [wide_seventeenth_r], "char_order": 10, "word_order": 0,
+        },
+        "the same, every 23rd letter (c10)": {
+            "hypotheses": [wide_twenty_third_h], "references": [wide_twenty_third_r], "char_order": 10,
+            "word_order": 0,
         },
         "a random text three times against itself, one letter changed (c10)": against_itself(thrice, half // 6, "!"),
         "random two-letter text against itself, one letter changed (c10)": against_itself(binary, half // 2, "c"),
