@@ -52,7 +52,9 @@ FAR_ANCHOR = 100
 FAR_SHORTEST = 256
 # Unique pairs are settled along their most common diagonal (see _add_diagonal) from this many on.
 DIAGONAL_FROM = 256
+# Up to this base, extending keys looks each code's weight up in a table instead of multiplying (see _extended).
 SCALE_TABLE = 4096
+# Code points are read from the text's UTF-32 encoding into an array of this four-byte type (see _code_points).
 FOUR_BYTE_ARRAY = next((code for code in "IL" if array(code).itemsize == 4), "")
 NATIVE_UTF_32 = "utf-32-le" if sys.byteorder == "little" else "utf-32-be"
 CODE_POINTS = sys.maxunicode + 1  # how many distinct words a segment pair can have as one code point each
