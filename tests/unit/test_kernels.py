@@ -215,7 +215,7 @@ def test_python_kernel_skips_the_one_sided_look_once_unique_pairs_settled_a_quar
 def test_python_kernel_counts_down_from_top_order_n_grams_once_few_remain(monkeypatch):
     top_down = _recording(monkeypatch, "_add_top_down")
     _python_counts("a run of one letter, then random text, against itself, one changed (c10)", monkeypatch)
-    assert any(args[5] == 9 and args[6] > 1 for args, _ in top_down)  # after looking ahead at order args[7]
+    assert any(args[5] == 9 and args[6] > 1 for args, _ in top_down)  # after looking ahead at order args[6]
 
 
 def test_python_kernel_counts_near_identical_long_texts_around_the_stretches_they_share(monkeypatch):
