@@ -212,6 +212,50 @@ def test_python_kernel_skips_the_one_sided_look_once_unique_pairs_settled_a_quar
     assert not one_sided
 
 
+def test_python_kernel_settles_classes_of_at_most_two_a_side_at_once_where_they_persist(monkeypatch):
+    small = _recording(monkeypatch, "_add_small_classes")
+    _python_counts("the same, every 23rd letter (c10)", monkeypatch)
+    (args, (settled, matches)), *_ = small
+    # At order 4 nearly every shared 4-gram is in a class of at most two a side that persists for orders: the
+    # two copies of the text on each side agree up to a changed letter.
+    assert args[9] == 4 and len(settled) > 15_000 and matches > len(settled) + 5_000  # many matched twice
+
+
+def test_python_kernel_leaves_classes_that_part_soon_or_are_unique_pairs_to_the_look(monkeypatch):
+    small = _recording(monkeypatch, "_add_small_classes")
+    _python_counts("a 40-letter random text against itself with every 11th letter changed (c10)", monkeypatch)
+    _python_counts("a random text twice against the same, every 13th letter changed to another letter, at other "
+                   "places on each side (c10)", monkeypatch)
+    assert not small
+
+
+@pytest.mark.parametrize("letters, period", [(12, 13), (26, 13), (26, 17), (26, 23), (40, 17), (40, 19), (40, 23)])
+def test_python_kernel_settles_small_classes_exactly_on_repeated_texts_with_scattered_changes(letters, period,
+                                                                                            monkeypatch):
+    small = _recording(monkeypatch, "_add_small_classes")
+    choose = random.Random(1)
+    alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMN"[:letters]
+    text = "".join(choose.choice(alphabet) for _ in range(1_200)) * 2
+
+    def changed(at):
+        return "".join(alphabet[(alphabet.index(c) + 1) % letters] if i % period == at else c
+                       for i, c in enumerate(text))
+
+    hypothesis, reference = changed(choose.randrange(period))[choose.randrange(20) :], changed(0)
+    for char_order in (7, 10):
+        assert run("python", [hypothesis], [reference], char_order, 0) == naive_counts(
+            [hypothesis], [reference], char_order, 0)
+    assert small  # (classes of two a side, settled at once)
+
+
+def test_words_hold_the_next_seven_codes_lowest_first_and_zeros_past_the_end():
+    codes = [random.Random(5).randrange(256) for _ in range(100)]
+    words = python_kernel._words(codes)
+    assert len(words) == len(codes) + 1
+    for at in range(len(words)):
+        assert words[at] == sum(code << 8 * i for i, code in enumerate(codes[at : at + 7]))
+
+
 def test_python_kernel_counts_down_from_top_order_n_grams_once_few_remain(monkeypatch):
     top_down = _recording(monkeypatch, "_add_top_down")
     _python_counts("a run of one letter, then random text, against itself, one changed (c10)", monkeypatch)

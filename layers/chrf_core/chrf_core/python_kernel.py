@@ -24,9 +24,9 @@ import sys
 from array import array
 from bisect import bisect_left, bisect_right, insort
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import chain, compress, repeat
-from operator import add, eq, ge, itemgetter, mul, ne, not_, sub
+from operator import add, and_, eq, ge, itemgetter, mul, ne, neg, not_, or_, sub, xor
 from typing import TypeVar
 
 # Up to this many code points, a reference is searched rather than its n-grams hashed (see
@@ -36,6 +36,12 @@ SHORT_REFERENCE = 256
 # SMALL_CLASS occurrences (both sides together): below that, looking costs more than settling saves.
 SETTLE_FROM = 64
 SMALL_CLASS = 4
+# Classes of at most two occurrences a side are settled at once (see _add_small_classes) when the matches of an
+# order are at least this share of the previous order's (the classes persist, so carrying them would cost many
+# passes), and when at most this many orders are left (their continuations fit in a word; see _words).
+PERSISTENT = 0.6
+WORD_CODES = 7
+WORD_MASK = (1 << 8 * WORD_CODES) - 1
 # Texts at least this long (both) are first searched for long stretches they share (see _shared_stretches), and
 # a stretch counts when it is at least this many code points longer than the top order.
 STRETCHES_FROM = 512
@@ -175,6 +181,7 @@ def add_orders_from(text_h: str, live_h: list[int], text_r: str, live_r: list[in
         grams_h, grams_r = _keys_at(codes_h, live_h, start, base), _keys_at(codes_r, live_r, start, base)
     settled = [0] * (orders + 2)  # difference array over orders: matches of the settled n-grams
     differences: dict[int, list[int]] = {}  # per diagonal, where the texts differ along it (see _add_diagonal)
+    words: list[list[int]] = []  # each side's words (see _words), once needed
     look_below = len(live_h) + len(live_r)  # look ahead (see below) only while fewer positions than this are live
     previous_classes = 1
     for n in range(start, orders + 1):
@@ -205,6 +212,7 @@ def add_orders_from(text_h: str, live_h: list[int], text_r: str, live_r: list[in
             break
         # Matches that fall fast from order to order (most unique pairs will part before the top; see below).
         falling = matches_below > 0 and (matches / matches_below) ** (orders - n) < 0.5
+        persistent = matches >= PERSISTENT * matches_below
         matches_below = matches
         live = len(grams_h) + len(grams_r)
         # Look ahead at the top-order n-grams of the live positions when that is likely to end the work early:
@@ -214,6 +222,23 @@ def add_orders_from(text_h: str, live_h: list[int], text_r: str, live_r: list[in
         look = orders - n >= 2 and SETTLE_FROM <= live <= look_below and (
             live <= SMALL_CLASS * len(common) or (n > 1 and classes * growth ** (orders - n) <= live))
         gone: set[int] = set()
+        if persistent and 2 <= orders - n <= WORD_CODES and base <= 256 and SETTLE_FROM <= live <= SMALL_CLASS * len(
+                common):
+            # Most shared positions in classes of at most two a side, most of them not unique pairs (which the look
+            # below settles more cheaply), and most live positions shared: settle those classes all at once.
+            if in_h is None or in_r is None:
+                in_h, in_r = list(map(counts_h.__getitem__, common)), list(map(counts_r.__getitem__, common))
+            small = list(map(and_, map((3).__gt__, in_h), map((3).__gt__, in_r)))
+            sizes = list(map(add, in_h, in_r))
+            in_small, shared = sum(compress(sizes, small)), sum(sizes)
+            if 8 * in_small >= 7 * shared and 3 * (in_small - 2 * sizes.count(2)) >= 2 * shared and 2 * shared >= live:
+                if not words:
+                    words.extend((_words(codes_h), _words(codes_r)))
+                gone, small_matches = _add_small_classes(
+                    list(compress(common, small)), list(compress(in_h, small)), list(compress(in_r, small)),
+                    grams_h, live_h, words[0], grams_r, live_r, words[1], n, orders, settled)
+                matches_below = matches - small_matches
+                look = False
         if look:
             # Unique pairs (an n-gram once on each side) are settled by comparing their two continuations, when the
             # matches fall fast (then most pairs part before the top, and comparing them is cheaper than their
@@ -258,7 +283,7 @@ def add_orders_from(text_h: str, live_h: list[int], text_r: str, live_r: list[in
         # Drop the positions settled above and those whose n-gram the other side lacks (they cannot match again).
         # A pass costs, so a few of the latter are carried along until they are worth one.
         if not look:
-            kept = common
+            kept = common - gone if gone else common
         if gone or 16 * (len(counts_h) - len(common)) > len(counts_h):
             grams_h, live_h = _keep(grams_h, live_h, list(map(kept.__contains__, grams_h)))
         if gone or 16 * (len(counts_r) - len(common)) > len(counts_r):
@@ -479,6 +504,75 @@ def _add_diagonal(at_h: list[int], shift: int, text_h: str, text_r: str, n: int,
     for agreed, pairs in Counter(map(min, map(sub, nexts, starts), repeat(orders - n))).items():
         settled[n + 1] += pairs
         settled[n + agreed + 1] -= pairs
+
+
+def _words(codes: list[int]) -> list[int]:
+    """At each position, the next WORD_CODES codes (each below 256) as one number, the first the lowest byte (zeros
+    past the end); one more at len(codes). Read as eight-byte words at each of the eight alignments, in C."""
+    packed = bytes(codes) + bytes(16)
+    views = [array("Q", packed[at : at + 8 * ((len(packed) - at) // 8)]) for at in range(8)]
+    if sys.byteorder != "little":
+        for view in views:
+            view.byteswap()
+    return list(map(and_, chain.from_iterable(zip(*views)), repeat(WORD_MASK)))[: len(codes) + 1]
+
+
+def _add_small_classes(shared: list[int], in_h: list[int], in_r: list[int], grams_h: list[int], live_h: list[int],
+                       words_h: list[int], grams_r: list[int], live_r: list[int], words_r: list[int], n: int,
+                       orders: int, settled: list[int]) -> tuple[set[int], int]:
+    """Settle the given shared n-grams, each at most twice on each side (counted ``in_h``, ``in_r``) and each with
+    room up to the top order at every occurrence; return them and their matches at order n.
+
+    Occurrences that agree on their next k code points have the same (n+k)-gram, and agreement is an ultrametric.
+    So at order n+k, an n-gram matches once if an occurrence on one side agrees with one on the other on k more code
+    points, and twice (with two on each side) if two disjoint such pairs do. An agreement is read from two words
+    (see :func:`_words`): their XOR's lowest set bit is in the byte of the first code that differs.
+    """
+    room_h, room_r = len(words_h) - 1 - orders, len(words_r) - 1 - orders
+    near_end = set(grams_h[bisect_right(live_h, room_h) : len(grams_h)])
+    near_end.update(grams_r[bisect_right(live_r, room_r) : len(grams_r)])
+    if near_end:
+        fits = list(map(not_, map(near_end.__contains__, shared)))
+        shared, in_h, in_r = list(compress(shared, fits)), list(compress(in_h, fits)), list(compress(in_r, fits))
+    left = orders - n
+    # A low bit's length -> the agreement it means (the sentinel, one bit above a word: all of them agree).
+    agreement = [left] + [min((length - 1) // 8, left) for length in range(1, 8 * WORD_CODES + 2)]
+    sentinel = WORD_MASK + 1
+
+    def first_and_last(grams: list[int], live: list[int], words: list[int]) -> tuple[dict[int, int], dict[int, int]]:
+        shifted = words[n:]
+        continuations = list(map(shifted.__getitem__, live[: len(grams)]))
+        last = dict(zip(grams, continuations))
+        return dict(zip(reversed(grams), reversed(continuations))), last
+
+    def low_bits(a: Sequence[int], b: Sequence[int]) -> list[int]:
+        differ = list(map(or_, map(xor, a, b), repeat(sentinel)))
+        return list(map(and_, differ, map(neg, differ)))
+
+    def agreements(low: Iterable[int]) -> Iterator[int]:
+        return map(agreement.__getitem__, map(int.bit_length, low))
+
+    first_h, last_h = first_and_last(grams_h, live_h, words_h)
+    first_r, last_r = first_and_last(grams_r, live_r, words_r)
+    h1, h2 = list(map(first_h.__getitem__, shared)), list(map(last_h.__getitem__, shared))
+    r1, r2 = list(map(first_r.__getitem__, shared)), list(map(last_r.__getitem__, shared))
+    # With one occurrence on a side, (h1, r1) and (h2, r2) are its two pairs (or its one pair, twice).
+    low11, low22 = low_bits(h1, r1), low_bits(h2, r2)
+    two = list(map(and_, map((2).__eq__, in_h), map((2).__eq__, in_r)))
+    twos = two.count(True)
+    one = list(map(not_, two))
+    best = Counter(agreements(map(max, compress(low11, one), compress(low22, one))))
+    second: Counter[int] = Counter()
+    if twos:
+        low11, low22 = list(compress(low11, two)), list(compress(low22, two))
+        low12 = low_bits(list(compress(h1, two)), list(compress(r2, two)))
+        low21 = low_bits(list(compress(h2, two)), list(compress(r1, two)))
+        best.update(agreements(map(max, low11, low12, low21, low22)))
+        second.update(agreements(map(max, map(min, low11, low22), map(min, low12, low21))))
+    for agreed, times in chain(best.items(), second.items()):
+        settled[n + 1] += times
+        settled[n + agreed + 1] -= times
+    return set(shared), len(shared) + twos
 
 
 def _add_agreeing(firsts: list[str], seconds: list[str], skip: int, n: int, orders: int, settled: list[int],
