@@ -269,6 +269,15 @@ def test_python_kernel_counts_near_identical_long_texts_around_the_stretches_the
     assert len(args[1]) + len(args[3]) < 40  # positions left: the two changed ends and one stretch's last nine
 
 
+def test_python_kernel_counts_whole_texts_when_the_stretches_found_hold_little_of_them(monkeypatch):
+    counted = _recording(monkeypatch, "add_orders_from")
+    stretches = _recording(monkeypatch, "_shared_stretches")
+    _python_counts("the same, every 23rd letter (c10)")
+    (args, _), = counted
+    assert stretches[0][1]  # a few stretches of 11 letters between the changes on both sides...
+    assert len(args[1]) == len(args[0]) and len(args[3]) == len(args[2])  # ...not worth leaving out
+
+
 def test_python_kernel_finds_a_stretch_moved_far_from_where_the_search_along_the_texts_looks(monkeypatch):
     letters = random.Random(3)
     text = "".join(letters.choice("abcdefghij") for _ in range(16_000))

@@ -14,7 +14,9 @@ position, keeping only positions whose n-gram the other side has too. When the c
 the kernel looks ahead: unique pairs are settled by comparing their two continuations (first, when the matches fall
 fast from order to order, so that most pairs part early), n-grams all of whose occurrences on one side continue
 alike by comparing the other side's top-order n-grams with that side's one, and when few top-order n-grams remain
-the rest is counted down from them.
+the rest is counted down from them. Where nearly all shared n-grams come in classes of at most two occurrences a side
+that persist from order to order (texts repeated with scattered changes), those classes are settled at once from
+the agreements of their members' continuations, read off numbers that pack each position's next codes.
 """
 
 from __future__ import annotations
@@ -46,6 +48,9 @@ WORD_MASK = (1 << 8 * WORD_CODES) - 1
 # a stretch counts when it is at least this many code points longer than the top order.
 STRETCHES_FROM = 512
 STRETCH_OVER_ORDER = 1
+# Stretches are counted by length only when they hold at least 1/STRETCHES_WORTH of the shorter text: leaving a few
+# positions out costs the count of what is left a pass over the text (whole texts are counted more cheaply).
+STRETCHES_WORTH = 16
 # The search follows an agreement to its end, then re-finds one by looking up the next code points of one text
 # within this many code points of the current place in the other.
 RESYNC_WINDOW = 256
@@ -115,16 +120,17 @@ def add_orders(text_h: str, text_r: str, out: list[int], offset: int, orders: in
     repeated texts). Each stretch's n-grams that start before its last orders - 1 code points lie within it at every
     order, and the other text has the same ones: they match one to one, at every order, and are counted by length.
     As min(x + a, x + b) = x + min(a, b), the rest of the matches are those among the n-grams of the remaining
-    positions (the gaps and the stretches' last orders - 1 code points), counted by :func:`add_orders_from`.
+    positions (the gaps and the stretches' last orders - 1 code points), counted by :func:`add_orders_from`. When
+    the stretches hold little of the texts, the whole texts are counted instead (their path costs fewer passes).
     """
     length_h, length_r = len(text_h), len(text_r)
     if min(length_h, length_r) >= STRETCHES_FROM and orders > 1:
         stretches = _shared_stretches(text_h, text_r, orders + STRETCH_OVER_ORDER)
         if 2 * sum(length for _, _, length in stretches) < min(length_h, length_r):
             stretches = _with_far_stretches(text_h, text_r, stretches)
-        if stretches:
-            tail = orders - 1
-            inner = sum(length for _, _, length in stretches) - len(stretches) * tail
+        tail = orders - 1
+        inner = sum(length for _, _, length in stretches) - len(stretches) * tail
+        if STRETCHES_WORTH * inner >= min(length_h, length_r):  # else counting the whole texts costs less
             for n in range(1, orders + 1):
                 out[offset + 3 * (n - 1) + 2] += inner
             rest_h = _outside(sorted((at_h, at_h + length - tail) for at_h, _, length in stretches), length_h)
