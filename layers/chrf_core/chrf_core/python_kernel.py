@@ -526,8 +526,8 @@ def _words(codes: list[int]) -> list[int]:
 def _add_small_classes(shared: list[int], in_h: list[int], in_r: list[int], grams_h: list[int], live_h: list[int],
                        words_h: list[int], grams_r: list[int], live_r: list[int], words_r: list[int], n: int,
                        orders: int, settled: list[int]) -> tuple[set[int], int]:
-    """Settle the given shared n-grams, each at most twice on each side (counted ``in_h``, ``in_r``) and each with
-    room up to the top order at every occurrence; return them and their matches at order n.
+    """Settle those of the given shared n-grams (each at most twice on each side, counted ``in_h``, ``in_r``) whose
+    every occurrence has room up to the top order; return them and their matches at order n.
 
     Occurrences that agree on their next k code points have the same (n+k)-gram, and agreement is an ultrametric.
     So at order n+k, an n-gram matches once if an occurrence on one side agrees with one on the other on k more code
