@@ -507,9 +507,15 @@ def _add_diagonal(at_h: list[int], shift: int, text_h: str, text_r: str, n: int,
         differences[shift] = differ
     starts = list(map(add, at_h, repeat(n)))
     nexts = map(differ.__getitem__, map(bisect_left, repeat(differ), starts))
-    for agreed, pairs in Counter(map(min, map(sub, nexts, starts), repeat(orders - n))).items():
-        settled[n + 1] += pairs
-        settled[n + agreed + 1] -= pairs
+    _add_agreements(Counter(map(min, map(sub, nexts, starts), repeat(orders - n))), n, settled)
+
+
+def _add_agreements(agreements: Counter[int], n: int, settled: list[int]) -> None:
+    """Add, for each count of matches agreeing on k more code points after order n, one match at orders n+1..n+k
+    to the difference array ``settled``."""
+    for agreed, times in agreements.items():
+        settled[n + 1] += times
+        settled[n + agreed + 1] -= times
 
 
 def _words(codes: list[int]) -> list[int]:
@@ -534,7 +540,7 @@ def _add_small_classes(shared: list[int], in_h: list[int], in_r: list[int], gram
     points, and twice (with two on each side) if two disjoint such pairs do. An agreement is read from two words
     (see :func:`_words`): their XOR's lowest set bit is in the byte of the first code that differs.
     """
-    room_h, room_r = len(words_h) - 1 - orders, len(words_r) - 1 - orders
+    room_h, room_r = len(words_h) - 1 - orders, len(words_r) - 1 - orders  # (a text's words: one more than its codes)
     near_end = set(grams_h[bisect_right(live_h, room_h) : len(grams_h)])
     near_end.update(grams_r[bisect_right(live_r, room_r) : len(grams_r)])
     if near_end:
@@ -575,9 +581,8 @@ def _add_small_classes(shared: list[int], in_h: list[int], in_r: list[int], gram
         low21 = low_bits(list(compress(h2, two)), list(compress(r1, two)))
         best.update(agreements(map(max, low11, low12, low21, low22)))
         second.update(agreements(map(max, map(min, low11, low22), map(min, low12, low21))))
-    for agreed, times in chain(best.items(), second.items()):
-        settled[n + 1] += times
-        settled[n + agreed + 1] -= times
+    _add_agreements(best, n, settled)
+    _add_agreements(second, n, settled)
     return set(shared), len(shared) + twos
 
 
