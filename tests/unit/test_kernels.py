@@ -6,6 +6,7 @@ import os
 import random
 import subprocess
 import sys
+from collections import Counter
 
 import chrf_core
 import pytest
@@ -156,83 +157,44 @@ def _python_counts(name, monkeypatch=None):
     assert run("python", *args) == naive_counts(*args)
 
 
-def test_python_kernel_counts_small_alphabet_texts_down_from_a_start_order_and_from_the_top(monkeypatch):
+def test_python_kernel_counts_small_alphabet_texts_down_from_a_start_order(monkeypatch):
     top_down = _recording(monkeypatch, "_add_top_down")
-    _python_counts("random two-letter text against itself, one letter changed (c10)", monkeypatch)
-    assert [(args[5], args[6]) for args, _ in top_down] == [(9, 1)]  # orders 9..2, down from the 10-grams
+    letters = random.Random(2)
+    hypothesis = "".join(letters.choice("ab") for _ in range(3_000))
+    reference = hypothesis[:400]  # over seven times shorter: counted order by order
+    assert run("python", [hypothesis], [reference], 10, 0) == naive_counts([hypothesis], [reference], 10, 0)
+    (args, _), = top_down
+    assert (args[5], args[6]) == (5, 1)  # orders 5..1 counted down from the 6-grams (the start for 400 of two letters)
 
 
-def test_python_kernel_settles_repeated_n_grams_that_continue_alike(monkeypatch):
-    one_sided = _recording(monkeypatch, "_add_one_sided")
-    _python_counts("a random text twice against itself, characters only (c10)", monkeypatch)
-    assert one_sided and len(one_sided[0][1][0]) > 10_000  # most 5-grams: twice on each side, alike to the top
-
-
-def test_python_kernel_settles_n_grams_that_continue_alike_on_one_side(monkeypatch):
-    one_sided = _recording(monkeypatch, "_add_one_sided")
-    _python_counts("a random text twice against the same with every 11th letter changed (c10)", monkeypatch)
-    settled, partners = one_sided[0][1]
-    assert len(settled) > 10_000 and partners > 10_000  # 5-grams twice in h, once or twice in r
-
-
-def test_python_kernel_follows_unique_pairs_that_part_at_every_distance(monkeypatch):
-    pairs = _recording(monkeypatch, "_add_unique_pairs")
-    diagonal = _recording(monkeypatch, "_add_diagonal")
-    _python_counts("a random text against itself with every 11th letter changed (c10)", monkeypatch)
-    assert pairs and len(pairs[0][1]) > 10_000  # most 5-grams: once on each side, parting at every distance
-    assert diagonal[0][0][1] == 0 and len(diagonal[0][0][0]) > 10_000  # at the same place on both sides
-
-
-def test_python_kernel_finds_where_the_texts_differ_along_a_diagonal_once_per_segment(monkeypatch):
-    diagonal = _recording(monkeypatch, "_add_diagonal")
-    _python_counts("a random text against itself with every 11th letter changed (c10)", monkeypatch)
-    differences = diagonal[0][0][7]
-    assert len(diagonal) > 1 and all(args[7] is differences for args, _ in diagonal)  # one per segment, shared
-    assert set(differences) == {args[1] for args, _ in diagonal}  # one list per diagonal, found at its first use
-
-
-def test_python_kernel_takes_unique_pairs_first_where_matches_fall_and_then_skips_the_one_sided_look(monkeypatch):
-    pairs = _recording(monkeypatch, "_add_unique_pairs")
-    one_sided = _recording(monkeypatch, "_add_one_sided")
-    _python_counts("a 40-letter random text against itself with every 11th letter changed (c10)", monkeypatch)
-    first = pairs[0][0][7]  # the order of the first look: the start order, 3 for 40 letters
-    assert first == 3 and len(pairs[0][1]) > 10_000
-    assert all(args[9] != first for args, _ in one_sided)  # classes branch fast: nothing to settle
-
-
-def test_python_kernel_skips_the_one_sided_look_once_unique_pairs_settled_a_quarter_of_the_shared_n_grams(
-        monkeypatch):
-    pairs = _recording(monkeypatch, "_add_unique_pairs")
-    one_sided = _recording(monkeypatch, "_add_one_sided")
-    _python_counts("a random text twice against the same, every 13th letter changed to another letter, at other "
-                   "places on each side (c10)", monkeypatch)
-    # At orders 6, 7, 8 over half of the shared n-grams are unique pairs; the rest come in classes of two on each
-    # side whose members part at different orders, so that few continue alike on one side: not worth a look.
-    assert [args[7] for args, _ in pairs] == [6, 7, 8] and len(pairs[0][1]) > 5_000
-    assert not one_sided
-
-
-def test_python_kernel_settles_classes_of_at_most_two_a_side_at_once_where_they_persist(monkeypatch):
-    small = _recording(monkeypatch, "_add_small_classes")
+def test_python_kernel_sorts_long_texts_and_counts_every_order_at_once(monkeypatch):
+    by_sorting = _recording(monkeypatch, "_add_sorted")
     _python_counts("the same, every 23rd letter (c10)", monkeypatch)
-    (args, (settled, matches)), *_ = small
-    # At order 4 nearly every shared 4-gram is in a class of at most two a side that persists for orders: the
-    # two copies of the text on each side agree up to a changed letter.
-    assert args[9] == 4 and len(settled) > 15_000 and matches > len(settled) + 5_000  # many matched twice
+    (args, _), = by_sorting
+    assert len(args[1]) == len(args[0]) == 32_768 and args[5] == 1  # every position, from order 1
 
 
-def test_python_kernel_leaves_classes_that_part_soon_or_are_unique_pairs_to_the_look(monkeypatch):
-    small = _recording(monkeypatch, "_add_small_classes")
-    _python_counts("a 40-letter random text against itself with every 11th letter changed (c10)", monkeypatch)
-    _python_counts("a random text twice against the same, every 13th letter changed to another letter, at other "
-                   "places on each side (c10)", monkeypatch)
-    assert not small
+def test_python_kernel_counts_a_much_shorter_side_order_by_order_and_sorts_once_n_grams_persist(monkeypatch):
+    by_sorting = _recording(monkeypatch, "_add_sorted")
+    request = adversarial()["the same, every 23rd letter (c10)"]
+    hypothesis, reference = request["hypotheses"][0][10_000:15_000], request["references"][0]
+    assert run("python", [hypothesis], [reference], 10, 0) == naive_counts([hypothesis], [reference], 10, 0)
+    (args, _), = by_sorting
+    assert args[5] == 5 and len(args[1]) > 4_000  # after the start order 3 and order 4, most positions still live
+
+
+def test_python_kernel_does_not_sort_n_grams_that_part_early(monkeypatch):
+    by_sorting = _recording(monkeypatch, "_add_sorted")
+    letters = random.Random(4)
+    hypothesis = "".join(letters.choice("abcdefghij") for _ in range(300))
+    reference = "".join(letters.choice("abcdefghij") for _ in range(3_000))  # unrelated: 5-grams mostly unshared
+    assert run("python", [hypothesis], [reference], 10, 0) == naive_counts([hypothesis], [reference], 10, 0)
+    assert not by_sorting
 
 
 @pytest.mark.parametrize("letters, period", [(12, 13), (26, 13), (26, 17), (26, 23), (40, 17), (40, 19), (40, 23)])
-def test_python_kernel_settles_small_classes_exactly_on_repeated_texts_with_scattered_changes(letters, period,
-                                                                                            monkeypatch):
-    small = _recording(monkeypatch, "_add_small_classes")
+def test_python_kernel_sorts_repeated_texts_with_scattered_changes_exactly(letters, period, monkeypatch):
+    by_sorting = _recording(monkeypatch, "_add_sorted")
     choose = random.Random(1)
     alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMN"[:letters]
     text = "".join(choose.choice(alphabet) for _ in range(1_200)) * 2
@@ -245,32 +207,49 @@ def test_python_kernel_settles_small_classes_exactly_on_repeated_texts_with_scat
     for char_order in (7, 10):
         assert run("python", [hypothesis], [reference], char_order, 0) == naive_counts(
             [hypothesis], [reference], char_order, 0)
-    assert small  # (classes of two a side, settled at once)
+    assert by_sorting
 
 
-def test_words_hold_the_next_seven_codes_lowest_first_and_zeros_past_the_end():
-    codes = [random.Random(5).randrange(256) for _ in range(100)]
-    words = python_kernel._words(codes)
-    assert len(words) == len(codes) + 1
-    for at in range(len(words)):
-        assert words[at] == sum(code << 8 * i for i, code in enumerate(codes[at : at + 7]))
+def _matches_among(text_h, live_h, text_r, live_r, n):
+    """The naive clipped matches of order n among the n-grams that start at the given positions."""
+    grams_h = Counter(text_h[i : i + n] for i in live_h if i + n <= len(text_h))
+    grams_r = Counter(text_r[i : i + n] for i in live_r if i + n <= len(text_r))
+    return sum((grams_h & grams_r).values())
 
 
-def test_python_kernel_counts_down_from_top_order_n_grams_once_few_remain(monkeypatch):
-    top_down = _recording(monkeypatch, "_add_top_down")
-    _python_counts("a run of one letter, then random text, against itself, one changed (c10)", monkeypatch)
-    assert any(args[5] == 9 and args[6] > 1 for args, _ in top_down)  # after looking ahead at order args[6]
+SORTED_TEXT = st.sampled_from(["ab", "abc", "abcdefghij", "aé😀 中", "\x00\x01\x02ab", "αβγδεζηθικλμνξοπρστ"]).flatmap(
+    lambda alphabet: st.text(st.sampled_from(alphabet), max_size=120))
+
+
+@settings(max_examples=300, deadline=None)
+@given(SORTED_TEXT, SORTED_TEXT, st.integers(1, 10), st.data(), st.sampled_from([254, 5, 3]))
+def test_sorting_counts_the_matches_among_any_positions_from_any_order(text_h, text_r, orders, data, digit_base):
+    # Codes written as one byte each, or with fewer digits as two or three; at every position (read in one pass) or
+    # at some; from order 1 or from a later one (as after counting order by order).
+    live_h = data.draw(st.lists(st.integers(0, len(text_h) - 1), unique=True).map(sorted)) if text_h else []
+    live_r = data.draw(st.lists(st.integers(0, len(text_r) - 1), unique=True).map(sorted)) if text_r else []
+    if data.draw(st.booleans()):
+        live_h, live_r = list(range(len(text_h))), list(range(len(text_r)))
+    low = data.draw(st.integers(1, orders))
+    alphabet = set(text_h).union(text_r) if data.draw(st.booleans()) else None  # dense codes, or code points
+    out = [0] * (3 * orders)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(python_kernel, "DIGIT_BASE", digit_base)
+        codes_h, codes_r, base = python_kernel._codes(text_h, text_r, alphabet)
+        python_kernel._add_sorted(codes_h, live_h, codes_r, live_r, base, low, orders, out, 0)
+    assert out[2::3] == [0] * (low - 1) + [_matches_among(text_h, live_h, text_r, live_r, n)
+                                           for n in range(low, orders + 1)]
 
 
 def test_python_kernel_counts_near_identical_long_texts_around_the_stretches_they_share(monkeypatch):
-    counted = _recording(monkeypatch, "add_orders_from")
+    counted = _recording(monkeypatch, "add_orders_at")
     _python_counts("near-identical long texts, characters only (c10)")
     (args, _), = counted
     assert len(args[1]) + len(args[3]) < 40  # positions left: the two changed ends and one stretch's last nine
 
 
 def test_python_kernel_counts_whole_texts_when_the_stretches_found_hold_little_of_them(monkeypatch):
-    counted = _recording(monkeypatch, "add_orders_from")
+    counted = _recording(monkeypatch, "add_orders_at")
     stretches = _recording(monkeypatch, "_shared_stretches")
     _python_counts("the same, every 23rd letter (c10)")
     (args, _), = counted
@@ -282,7 +261,7 @@ def test_python_kernel_finds_a_stretch_moved_far_from_where_the_search_along_the
     letters = random.Random(3)
     text = "".join(letters.choice("abcdefghij") for _ in range(16_000))
     hypothesis, reference = text, text[9_000:] + "!" + text[:9_000]  # a 9,000-letter block moved to the end
-    counted = _recording(monkeypatch, "add_orders_from")
+    counted = _recording(monkeypatch, "add_orders_at")
     far = _recording(monkeypatch, "_with_far_stretches")
     assert run("python", [hypothesis], [reference], 10, 0) == naive_counts([hypothesis], [reference], 10, 0)
     (_, stretches), = far
@@ -355,14 +334,19 @@ def related_long_texts(draw):
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(related_long_texts(), st.integers(1, 10), st.integers(0, 4))
-def test_kernels_count_long_small_alphabet_texts_exactly(texts, char_order, word_order):
-    # Every strategy meets these: the Python kernel's hashing path (start order, look-ahead, alike, pairs, counting
-    # down) and the native kernel's (orders counted by code, passes from the start order, alike classes settled).
+@given(related_long_texts(), st.integers(1, 10), st.integers(0, 4), st.booleans())
+def test_kernels_count_long_small_alphabet_texts_exactly(texts, char_order, word_order, order_by_order):
+    # Every strategy meets these: the Python kernel's sorting and, with order_by_order, its hashing path (start
+    # order, counting down, passes, sorting once positions persist); the native kernel's (orders counted by code,
+    # passes from the start order, alike classes settled).
     hypothesis, reference = texts
     expected = naive_counts([hypothesis], [reference], char_order, word_order)
-    for kernel in kernels():
-        assert run(kernel, [hypothesis], [reference], char_order, word_order) == expected, kernel
+    with pytest.MonkeyPatch.context() as patch:
+        if order_by_order:
+            patch.setattr(python_kernel, "SORTED_FROM", 10**9)
+            patch.setattr(python_kernel, "SORTED_SWITCH_FROM", 2)
+        for kernel in kernels():
+            assert run(kernel, [hypothesis], [reference], char_order, word_order) == expected, kernel
 
 
 @pytest.mark.parametrize("rest", ["x", "xyz" * 300])

@@ -8,42 +8,48 @@ order and hashed at once, where a string would be copied and hashed byte by byte
 
 Short references are searched as strings. Long texts are first searched for long stretches they share (along the
 texts, then, when that finds little, anywhere: moved blocks, repeats), whose inner n-grams match one to one and are
-counted by length; what follows runs on the positions left. Per segment: the orders at which most n-grams repeat
-many times are counted down, by distinct n-gram, from a start order's counts; from there each order is counted up by
-position, keeping only positions whose n-gram the other side has too. When the classes of equal n-grams are small,
-the kernel looks ahead: unique pairs are settled by comparing their two continuations (first, when the matches fall
-fast from order to order, so that most pairs part early), n-grams all of whose occurrences on one side continue
-alike by comparing the other side's top-order n-grams with that side's one, and when few top-order n-grams remain
-the rest is counted down from them. Where nearly all shared n-grams come in classes of at most two occurrences a side
-that persist from order to order (texts repeated with scattered changes), those classes are settled at once from
-the agreements of their members' continuations, read off numbers that pack each position's next codes.
+counted by length; what follows runs on the positions left. When both sides have many positions left, they are
+counted by sorting: each position's next code points as one number, sorted once, so that the equal n-grams of every
+order lie together and each order's matches are read off the sorted numbers; that costs the same on any data, where
+n-grams that persist from order to order (texts repeated with scattered changes) would cost a pass per order. Else
+(a short side, or one much longer than the other), orders at which most n-grams repeat many times are counted down,
+by distinct n-gram, from a start order's counts; from there each order is counted up by position, keeping only
+positions whose n-gram the other side has too, until most positions persist from one order to the next, when the
+rest is sorted.
 """
 
 from __future__ import annotations
 
 import math
+import re
 import sys
 from array import array
 from bisect import bisect_left, bisect_right, insort
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from itertools import chain, compress, repeat
-from operator import add, and_, eq, ge, itemgetter, mul, ne, neg, not_, or_, sub, xor
+from collections.abc import Callable, Iterator, Sequence
+from functools import cache
+from itertools import accumulate, chain, compress, islice, repeat
+from operator import add, lshift, mul, sub, xor
 from typing import TypeVar
 
 # Up to this many code points, a reference is searched rather than its n-grams hashed (see
 # add_orders_short_reference); the bound keeps every search, and so the whole count, linear.
 SHORT_REFERENCE = 256
-# Shared n-grams are settled (see _alike) only from this many live positions on, when they average at most
-# SMALL_CLASS occurrences (both sides together): below that, looking costs more than settling saves.
-SETTLE_FROM = 64
-SMALL_CLASS = 4
-# Classes of at most two occurrences a side are settled at once (see _add_small_classes) when the matches of an
-# order are at least this share of the previous order's (the classes persist, so carrying them would cost many
-# passes), and when at most this many orders are left (their continuations fit in a word; see _words).
+# Texts with at least this many positions left on each side, and at most SORTED_BALANCE times as many on one side
+# as on the other, are counted by sorting (see _add_sorted), at a cost that does not depend on the data; counted
+# order by order, n-grams that persist (texts repeated with scattered changes) cost a pass per order.
+SORTED_FROM = 256
+SORTED_BALANCE = 4
+# Counted order by order, the rest is sorted (see add_orders_from) once at least this share of an order's live
+# positions stays live at the next (the n-grams persist), with at least SORTED_FROM_ORDER orders and
+# SORTED_SWITCH_FROM positions left.
 PERSISTENT = 0.6
-WORD_CODES = 7
-WORD_MASK = (1 << 8 * WORD_CODES) - 1
+SORTED_FROM_ORDER = 2
+SORTED_SWITCH_FROM = 64
+# For sorting, codes are written as bytes 2..255 (DIGIT_BASE digits; 0 and 1 pad the hypothesis and the reference).
+DIGIT_BASE = 254
+PLUS_TWO = bytes((value + 2) & 255 for value in range(256))
+SIDE_STEP = (1,) + (-1,) * 255  # a sorted number's low byte -> +1 for a hypothesis n-gram (0), -1 for a reference one
 # Texts at least this long (both) are first searched for long stretches they share (see _shared_stretches), and
 # a stretch counts when it is at least this many code points longer than the top order.
 STRETCHES_FROM = 512
@@ -61,8 +67,6 @@ RESYNC_WINDOW = 256
 FAR_PROBES = 64
 FAR_ANCHOR = 100
 FAR_SHORTEST = 256
-# Unique pairs are settled along their most common diagonal (see _add_diagonal) from this many on.
-DIAGONAL_FROM = 256
 # Up to this base, extending keys looks each code's weight up in a table instead of multiplying (see _extended).
 SCALE_TABLE = 4096
 # Code points are read from the text's UTF-32 encoding into an array of this four-byte type (see _code_points).
@@ -120,8 +124,8 @@ def add_orders(text_h: str, text_r: str, out: list[int], offset: int, orders: in
     repeated texts). Each stretch's n-grams that start before its last orders - 1 code points lie within it at every
     order, and the other text has the same ones: they match one to one, at every order, and are counted by length.
     As min(x + a, x + b) = x + min(a, b), the rest of the matches are those among the n-grams of the remaining
-    positions (the gaps and the stretches' last orders - 1 code points), counted by :func:`add_orders_from`. When
-    the stretches hold little of the texts, the whole texts are counted instead (their path costs fewer passes).
+    positions (the gaps and the stretches' last orders - 1 code points), counted by :func:`add_orders_at`. When
+    the stretches hold little of the texts, the whole texts are counted instead (read whole, they cost less).
     """
     length_h, length_r = len(text_h), len(text_r)
     if min(length_h, length_r) >= STRETCHES_FROM and orders > 1:
@@ -135,9 +139,24 @@ def add_orders(text_h: str, text_r: str, out: list[int], offset: int, orders: in
                 out[offset + 3 * (n - 1) + 2] += inner
             rest_h = _outside(sorted((at_h, at_h + length - tail) for at_h, _, length in stretches), length_h)
             rest_r = _outside(sorted((at_r, at_r + length - tail) for _, at_r, length in stretches), length_r)
-            add_orders_from(text_h, rest_h, text_r, rest_r, out, offset, orders)
+            add_orders_at(text_h, rest_h, text_r, rest_r, out, offset, orders)
             return
-    add_orders_from(text_h, list(range(length_h)), text_r, list(range(length_r)), out, offset, orders)
+    add_orders_at(text_h, list(range(length_h)), text_r, list(range(length_r)), out, offset, orders)
+
+
+def add_orders_at(text_h: str, live_h: list[int], text_r: str, live_r: list[int], out: list[int], offset: int,
+                  orders: int) -> None:
+    """Add the matches of orders 1..orders among the n-grams that start at the given positions (sorted): by sorting
+    (see :func:`_add_sorted`) when both sides have many and about as many, else order by order
+    (:func:`add_orders_from`), which costs less where most n-grams part early and adapts where they persist."""
+    fewer, more = sorted((len(live_h), len(live_r)))
+    if fewer < SORTED_FROM or more > SORTED_BALANCE * fewer or orders == 1:
+        add_orders_from(text_h, live_h, text_r, live_r, out, offset, orders)
+        return
+    whole = len(live_h) == len(text_h) and len(live_r) == len(text_r)
+    alphabet = set(text_h).union(text_r) if whole or 4 * (fewer + more) >= len(text_h) + len(text_r) else None
+    codes_h, codes_r, base = _codes(text_h, text_r, alphabet)
+    _add_sorted(codes_h, live_h, codes_r, live_r, base, 1, orders, out, offset)
 
 
 def _outside(spans: list[tuple[int, int]], length: int) -> list[int]:
@@ -152,11 +171,15 @@ def _outside(spans: list[tuple[int, int]], length: int) -> list[int]:
 
 def add_orders_from(text_h: str, live_h: list[int], text_r: str, live_r: list[int], out: list[int], offset: int,
                     orders: int) -> None:
-    """Add the matches of orders 1..orders among the n-grams that start at the given positions (sorted).
+    """Add the matches of orders 1..orders among the n-grams that start at the given positions (sorted), order by
+    order.
 
     Orders below a start order, where most n-grams repeat many times, are counted down from the start order's
     counts (:func:`_add_top_down`). From the start order on, each order's n-grams are the live positions'
-    (n-1)-grams extended by the next code point: keys (see :func:`_codes`), one addition per position, in C.
+    (n-1)-grams extended by the next code point: keys (see :func:`_codes`), one addition per position, in C, and
+    positions whose n-gram the other side lacks are dropped. Once most positions of an order stay live at the next
+    (the n-grams persist, as in texts repeated with scattered changes), the rest is sorted (:func:`_add_sorted`)
+    rather than carried through a pass per order: the passes cost at most a few times the positions, the sort once.
     """
     length_h, length_r = len(text_h), len(text_r)
     whole = len(live_h) == length_h and len(live_r) == length_r
@@ -167,10 +190,8 @@ def add_orders_from(text_h: str, live_h: list[int], text_r: str, live_r: list[in
     if chars_h.keys().isdisjoint(chars_r.keys()):
         return
     start = min(_start_order(chars_h, len(live_h)), _start_order(chars_r, len(live_r)), orders)
-    matches_below = 0  # the previous order's matches
     if start > 1:
-        matches_below = _matches(chars_h, chars_r)
-        out[offset + 2] += matches_below
+        out[offset + 2] += _matches(chars_h, chars_r)
     # From here on an n-gram is a number, its key (see _codes). The codes number the texts' alphabet densely when
     # it is known or worth a pass over the texts (mostly live), so that keys stay small.
     if whole:
@@ -185,11 +206,6 @@ def add_orders_from(text_h: str, live_h: list[int], text_r: str, live_r: list[in
         grams_h, grams_r = _keys(codes_h, start, base), _keys(codes_r, start, base)
     else:
         grams_h, grams_r = _keys_at(codes_h, live_h, start, base), _keys_at(codes_r, live_r, start, base)
-    settled = [0] * (orders + 2)  # difference array over orders: matches of the settled n-grams
-    differences: dict[int, list[int]] = {}  # per diagonal, where the texts differ along it (see _add_diagonal)
-    words: list[list[int]] = []  # each side's words (see _words), once needed
-    look_below = len(live_h) + len(live_r)  # look ahead (see below) only while fewer positions than this are live
-    previous_classes = 1
     for n in range(start, orders + 1):
         if n > start:
             del live_h[len(grams_h) :], live_r[len(grams_r) :]
@@ -197,17 +213,14 @@ def add_orders_from(text_h: str, live_h: list[int], text_r: str, live_r: list[in
             grams_h = _extended(grams_h, codes_h, live_h, n - 1, base)
             grams_r = _extended(grams_r, codes_r, live_r, n - 1, base)
             if not grams_h or not grams_r:
-                break
+                return
         counts_h, counts_r = Counter(grams_h), Counter(grams_r)
         if n == start > 2:  # the orders below the start, counted down from it
-            matches_below = _add_top_down(counts_h, counts_r, _key_at_end(codes_h, live_h, base),
-                                          _key_at_end(codes_r, live_r, base), _key_prefix(base), start - 1, 1, out,
-                                          offset)
+            _add_top_down(counts_h, counts_r, _key_at_end(codes_h, live_h, base), _key_at_end(codes_r, live_r, base),
+                          _key_prefix(base), start - 1, 1, out, offset)
         common = counts_h.keys() & counts_r.keys()
         if not common:
-            break
-        in_h: list[int] | None = None
-        in_r: list[int] | None = None
+            return
         if len(counts_h) == len(grams_h) or len(counts_r) == len(grams_r):
             matches = len(common)
         else:  # sum of min(a, b) as (a + b - |a - b|) / 2, all in C
@@ -215,105 +228,20 @@ def add_orders_from(text_h: str, live_h: list[int], text_r: str, live_r: list[in
             matches = (sum(in_h) + sum(in_r) - sum(map(abs, map(sub, in_h, in_r)))) // 2
         out[offset + 3 * (n - 1) + 2] += matches
         if n == orders:
-            break
-        # Matches that fall fast from order to order (most unique pairs will part before the top; see below).
-        falling = matches_below > 0 and (matches / matches_below) ** (orders - n) < 0.5
-        persistent = matches >= PERSISTENT * matches_below
-        matches_below = matches
-        live = len(grams_h) + len(grams_r)
-        # Look ahead at the top-order n-grams of the live positions when that is likely to end the work early:
-        # when the classes are small (most will not branch again) or when few top-order n-grams are expected.
-        classes, growth = len(counts_h) + len(counts_r), (len(counts_h) + len(counts_r)) / previous_classes
-        previous_classes = classes
-        look = orders - n >= 2 and SETTLE_FROM <= live <= look_below and (
-            live <= SMALL_CLASS * len(common) or (n > 1 and classes * growth ** (orders - n) <= live))
-        gone: set[int] = set()
-        if persistent and 2 <= orders - n <= WORD_CODES and base <= 256 and SETTLE_FROM <= live <= SMALL_CLASS * len(
-                common):
-            # Most shared positions in classes of at most two a side, most of them not unique pairs (which the look
-            # below settles more cheaply), and most live positions shared: settle those classes all at once.
-            if in_h is None or in_r is None:
-                in_h, in_r = list(map(counts_h.__getitem__, common)), list(map(counts_r.__getitem__, common))
-            small = list(map(and_, map((3).__gt__, in_h), map((3).__gt__, in_r)))
-            sizes = list(map(add, in_h, in_r))
-            in_small, shared = sum(compress(sizes, small)), sum(sizes)
-            if 8 * in_small >= 7 * shared and 3 * (in_small - 2 * sizes.count(2)) >= 2 * shared and 2 * shared >= live:
-                if not words:
-                    words.extend((_words(codes_h), _words(codes_r)))
-                gone, small_matches = _add_small_classes(
-                    list(compress(common, small)), list(compress(in_h, small)), list(compress(in_r, small)),
-                    grams_h, live_h, words[0], grams_r, live_r, words[1], n, orders, settled)
-                matches_below = matches - small_matches
-                look = False
-        if look:
-            # Unique pairs (an n-gram once on each side) are settled by comparing their two continuations, when the
-            # matches fall fast (then most pairs part before the top, and comparing them is cheaper than their
-            # top-order n-grams); then, or else first, the shared n-grams one side of which continues alike, by
-            # the top-order n-grams of the live positions (this includes the pairs and the n-grams that continue
-            # alike on both sides).
-            pairs_first = falling
-            handled: set[int] = set()
-            if pairs_first:
-                if in_h is None or in_r is None:
-                    in_h, in_r = list(map(counts_h.__getitem__, common)), list(map(counts_r.__getitem__, common))
-                unique = set(compress(common, map((2).__eq__, map(add, in_h, in_r))))  # common is unchanged
-                handled = _add_unique_pairs(unique, grams_h, live_h, text_h, grams_r, live_r, text_r, n, orders,
-                                            settled, out, offset, differences)
-            kept = common - handled if handled else common  # (common is not needed after this)
-            gone = handled
-            matches_below = matches - len(handled)  # the matches of the n-grams that stay live
-            # After pairs went first at an order whose classes branched fast, or where they were a quarter or more of
-            # the shared n-grams (the others: small classes whose members part at different orders), the other n-grams
-            # hardly ever continue alike: looking at their top-order n-grams would cost passes and settle nothing.
-            tops_h: list[str] = []
-            tops_r: list[str] = []
-            if not pairs_first or (growth <= 2 and 4 * len(handled) < len(common)):
-                rest_grams_h: Sequence[int]
-                rest_grams_r: Sequence[int]
-                if handled:
-                    in_rest_h, in_rest_r = list(map(kept.__contains__, grams_h)), list(map(kept.__contains__, grams_r))
-                    rest_h, rest_r = list(compress(live_h, in_rest_h)), list(compress(live_r, in_rest_r))
-                    rest_grams_h, rest_grams_r = list(compress(grams_h, in_rest_h)), list(compress(grams_r, in_rest_r))
-                else:
-                    rest_h, rest_r, rest_grams_h, rest_grams_r = live_h, live_r, grams_h, grams_r
-                with_top_h = bisect_right(rest_h, length_h - orders)
-                with_top_r = bisect_right(rest_r, length_r - orders)
-                short_h, short_r = rest_grams_h[with_top_h:], rest_grams_r[with_top_r:]  # too near the end for a top
-                tops_h = [text_h[i : i + orders] for i in rest_h[:with_top_h]]
-                tops_r = [text_r[i : i + orders] for i in rest_r[:with_top_r]]
-                one_sided, partners = _add_one_sided(kept, counts_h, counts_r, rest_grams_h, tops_h, short_h,
-                                                     rest_grams_r, tops_r, short_r, n, orders, settled, out, offset)
-                kept -= one_sided
-                gone = gone | one_sided
-                matches_below -= partners
-        # Drop the positions settled above and those whose n-gram the other side lacks (they cannot match again).
-        # A pass costs, so a few of the latter are carried along until they are worth one.
-        if not look:
-            kept = common - gone if gone else common
-        if gone or 16 * (len(counts_h) - len(common)) > len(counts_h):
-            grams_h, live_h = _keep(grams_h, live_h, list(map(kept.__contains__, grams_h)))
-        if gone or 16 * (len(counts_r) - len(common)) > len(counts_r):
-            grams_r, live_r = _keep(grams_r, live_r, list(map(kept.__contains__, grams_r)))
-        if not grams_h or not grams_r:
-            break
-        if not look:
-            continue
+            return
+        # Drop the positions whose n-gram the other side lacks (they cannot match again). A pass costs, so a few are
+        # carried along until they are worth one.
+        before = len(grams_h) + len(grams_r)
+        if 16 * (len(counts_h) - len(common)) > len(counts_h):
+            grams_h, live_h = _keep(grams_h, live_h, list(map(common.__contains__, grams_h)))
+        if 16 * (len(counts_r) - len(common)) > len(counts_r):
+            grams_r, live_r = _keep(grams_r, live_r, list(map(common.__contains__, grams_r)))
         left = len(grams_h) + len(grams_r)
-        if tops_h and tops_r and 4 * len(kept) <= left:  # (each n-gram left has one top-order n-gram at least)
-            top_h = Counter(compress(tops_h, map(kept.__contains__, rest_grams_h)))
-            top_r = Counter(compress(tops_r, map(kept.__contains__, rest_grams_r)))
-            if 4 * len(top_h.keys() | top_r.keys()) <= left:
-                # Few top-order n-grams left: count the higher orders down from them.
-                out[offset + 3 * (orders - 1) + 2] += _matches(top_h, top_r)
-                _add_top_down(top_h, top_r, _gram_at_end(text_h, live_h), _gram_at_end(text_r, live_r),
-                              _prefix, orders - 1, n, out, offset)
-                break
-        if 4 * (len(grams_h) + len(grams_r)) > 3 * live:  # settled little: look again once half are gone
-            look_below = live // 2
-    running = 0
-    for n in range(2, orders + 1):
-        running += settled[n]
-        out[offset + 3 * (n - 1) + 2] += running
+        if n > start and orders - n >= SORTED_FROM_ORDER and left >= SORTED_SWITCH_FROM and (
+                left >= PERSISTENT * before):
+            _add_sorted(codes_h, live_h[: len(grams_h)], codes_r, live_r[: len(grams_r)], base, n + 1, orders, out,
+                        offset)
+            return
 
 
 def _shared_stretches(text_h: str, text_r: str, shortest: int) -> list[tuple[int, int, int]]:
@@ -411,202 +339,85 @@ def _agreement(text_h: str, i: int, text_r: str, j: int) -> int:
     return min(agreed, limit)
 
 
-def _add_one_sided(kept: set[int], counts_h: Counter[int], counts_r: Counter[int], grams_h: Sequence[int],
-                   tops_h: list[str], short_h: Sequence[int], grams_r: Sequence[int], tops_r: list[str],
-                   short_r: Sequence[int], n: int, orders: int, settled: list[int], out: list[int],
-                   offset: int) -> tuple[set[int], int]:
-    """Settle the shared n-grams one side of which continues alike; return them and their matches at order n.
+def _add_sorted(codes_h: list[int], live_h: list[int], codes_r: list[int], live_r: list[int], base: int, low: int,
+                orders: int, out: list[int], offset: int) -> None:
+    """Add the matches of orders low..orders among the n-grams at the live positions (sorted), all orders at once.
 
-    When all of an n-gram's occurrences on one side have the same top-order n-gram T, and that side has it at
-    least as often as the other, each order n+k matches it once per occurrence on the other side whose top-order
-    n-gram agrees with T on k more code points (the count on T's side is never the smaller one). ``tops_*`` are
-    the top-order n-grams of the first positions of ``grams_*``, ``short_*`` the n-grams of the positions too near
-    the end for one. The side with more positions (the likelier to repeat) is looked at first, the other only when
-    much is left.
+    Each position's next ``orders`` codes become one number, the first code its highest digit, so that sorting the
+    numbers of both sides brings the equal n-grams of every order together; below them, one byte: 0 in a
+    hypothesis number, nonzero in a reference one (the code that follows). The n-grams of order n are then the runs
+    of sorted numbers that agree on their first n codes, read off the highest bit in which neighbours differ, and a
+    run holding a hypothesis and b reference numbers has min(a, b) = (a + b - |a - b|) / 2 matches, where a - b is
+    a difference of prefix sums of +1 (hypothesis) and -1. Near the end, the numbers are padded with codes that no
+    text has, different on each side, so that n-grams past the end match nothing. Costs one sort, the same for any
+    data, and per order a few passes over that order's run boundaries.
     """
-    sides = [(counts_h, grams_h, tops_h, short_h), (counts_r, grams_r, tops_r, short_r)]
-    if len(grams_r) > len(grams_h):
-        sides.reverse()
-    first, other = sides
-    done, firsts, seconds = _alike_on_one_side(kept, *first, *other)
-    left = kept - done if done else kept
-    if 8 * len(left) >= len(kept):
-        more, more_firsts, more_seconds = _alike_on_one_side(left, *other, *first)
-        done = done | more
-        firsts += more_firsts
-        seconds += more_seconds
-    _add_agreeing(firsts, seconds, n, n, orders, settled, out, offset)
-    return done, len(firsts)
+    if base <= DIGIT_BASE:
+        width, buffer_h, buffer_r = 1, bytes(codes_h).translate(PLUS_TWO), bytes(codes_r).translate(PLUS_TWO)
+    else:
+        distinct = set(codes_h).union(codes_r)
+        width = 1 if len(distinct) <= DIGIT_BASE else 2 if len(distinct) <= DIGIT_BASE**2 else 3
+        digits = {code: bytes(number // DIGIT_BASE**k % DIGIT_BASE + 2 for k in range(width - 1, -1, -1))
+                  for number, code in enumerate(distinct)}
+        buffer_h, buffer_r = b"".join(map(digits.__getitem__, codes_h)), b"".join(map(digits.__getitem__, codes_r))
+    span = orders * width
+    buffer_h += bytes(span)
+    buffer_r += b"\x01" * (span + 1)
+    if width == 1 and len(live_h) == len(codes_h) and len(live_r) == len(codes_r):  # every position: one pass each
+        windows_h = _windows(span).findall(buffer_h)[: len(codes_h)]
+        windows_r = _windows(span + 1).findall(buffer_r)[: len(codes_r)]
+    else:
+        starts_h = live_h if width == 1 else list(map(mul, live_h, repeat(width)))
+        starts_r = live_r if width == 1 else list(map(mul, live_r, repeat(width)))
+        windows_h = list(map(buffer_h.__getitem__, map(slice, starts_h, map(span.__add__, starts_h))))
+        windows_r = list(map(buffer_r.__getitem__, map(slice, starts_r, map((span + 1).__add__, starts_r))))
+    numbers = list(map(lshift, map(int.from_bytes, windows_h), repeat(8)))
+    numbers.extend(map(int.from_bytes, windows_r))
+    if len(numbers) < 2:
+        return
+    numbers.sort()
+    differ = list(map(xor, islice(numbers, 1, None), numbers))
+    agreeing = bytes(map(int.bit_length, differ)).translate(_agreeing_codes(orders, width))
+    low_bytes = accumulate(map((255).__and__, differ), xor, initial=numbers[0] & 255)
+    balance = list(accumulate(map(SIDE_STEP.__getitem__, low_bytes), initial=0))  # hypothesis - reference numbers
+    total, last = len(numbers), balance[-1]
+    at_bounds = balance[1:-1]  # the balance before each number but the first
+    for n in range(orders, low - 1, -1):  # each order's run boundaries are some of the next order's
+        at_bounds = list(compress(at_bounds, agreeing.translate(_below(n))))
+        agreeing = agreeing.translate(None, _at_least(n))
+        unmatched = abs(last)
+        if at_bounds:
+            unmatched = sum(map(abs, map(sub, islice(at_bounds, 1, None), at_bounds))) + abs(at_bounds[0]) + abs(
+                last - at_bounds[-1])
+        out[offset + 3 * (n - 1) + 2] += (total - unmatched) // 2
 
 
-def _alike_on_one_side(kept: set[int], counts_a: Counter[int], grams_a: Sequence[int], tops_a: list[str],
-                       short_a: Sequence[int], counts_b: Counter[int], grams_b: Sequence[int], tops_b: list[str],
-                       short_b: Sequence[int]) -> tuple[set[int], list[str], list[str]]:
-    """The n-grams of ``kept`` whose occurrences on side a all have one top-order n-gram, at least as many as on
-    side b (each with a top-order n-gram there); the top-order n-grams of their occurrences on side b, and beside
-    each the one of side a."""
-    top_a = dict(zip(grams_a, tops_a))
-    mixed = set(compress(grams_a, map(ne, tops_a, map(top_a.__getitem__, grams_a))))
-    mixed.update(short_a, short_b)
-    candidates = list(kept - mixed)
-    alike = set(compress(candidates, map(ge, map(counts_a.__getitem__, candidates),
-                                         map(counts_b.__getitem__, candidates))))
-    if not alike:
-        return alike, [], []
-    in_b = list(map(alike.__contains__, grams_b))
-    return alike, list(compress(tops_b, in_b)), list(map(top_a.__getitem__, compress(grams_b, in_b)))
+@cache
+def _windows(length: int) -> re.Pattern[bytes]:
+    """A pattern whose findall gives every run of ``length`` bytes, overlapping ones included."""
+    return re.compile(b"(?=(.{%d}))" % length, re.DOTALL)
 
 
-def _add_unique_pairs(pairs: set[int], grams_h: Sequence[int], live_h: list[int], text_h: str, grams_r: Sequence[int],
-                      live_r: list[int], text_r: str, n: int, orders: int, settled: list[int], out: list[int],
-                      offset: int, differences: dict[int, list[int]]) -> set[int]:
-    """Settle the unique pairs whose two occurrences both have room up to the top order; return them.
-
-    A pair matches at order n+k while its two continuations agree on k code points. Pairs that agree all the way
-    go to the difference array ``settled``; the others are followed order by order, the agreeing ones kept.
-    """
-    if not pairs:
-        return pairs
-    in_h, in_r = list(map(pairs.__contains__, grams_h)), list(map(pairs.__contains__, grams_r))
-    at_h = list(compress(live_h, in_h))
-    with_room = bisect_right(at_h, len(text_h) - orders)  # room for a continuation up to the top order
-    del at_h[with_room:]
-    handled = list(compress(grams_h, in_h))[:with_room]
-    where_r = dict(zip(compress(grams_r, in_r), compress(live_r, in_r)))
-    at_r = list(map(where_r.__getitem__, handled))
-    room_r = len(text_r) - orders
-    if at_r and max(at_r) > room_r:  # a reference occurrence too near the end: leave that pair to the passes
-        fits = list(map(room_r.__ge__, at_r))
-        at_h, at_r, handled = list(compress(at_h, fits)), list(compress(at_r, fits)), list(compress(handled, fits))
-    if len(at_h) >= DIAGONAL_FROM:
-        # Most pairs of near-identical texts lie on one diagonal (the same offset between their two positions):
-        # their agreements are the distances to the next difference along it, found by bisection.
-        shifts = list(map(sub, at_r, at_h))
-        (shift, on), = Counter(shifts).most_common(1)
-        if 2 * on >= len(at_h):
-            on_diagonal = list(map(shift.__eq__, shifts))
-            _add_diagonal(list(compress(at_h, on_diagonal)), shift, text_h, text_r, n, orders, settled, differences)
-            off = list(map(not_, on_diagonal))
-            at_h, at_r = list(compress(at_h, off)), list(compress(at_r, off))
-    firsts = [text_h[i + n : i + orders] for i in at_h]
-    seconds = [text_r[j + n : j + orders] for j in at_r]
-    _add_agreeing(firsts, seconds, 0, n, orders, settled, out, offset)
-    return set(handled)
+@cache
+def _agreeing_codes(orders: int, width: int) -> bytes:
+    """A table from the length of the XOR of two sorted neighbours (see :func:`_add_sorted`) to how many of their
+    first codes agree: the highest differing bit lies in byte (length - 1) // 8 from the low end; byte 0 is the side
+    byte, bytes 1.. hold the codes from the last one, ``width`` bytes each."""
+    agree = [orders] * 9 + [orders - 1 - ((length - 1) // 8 - 1) // width
+                            for length in range(9, 8 * orders * width + 9)]
+    return bytes(agree + [0] * (256 - len(agree)))
 
 
-def _add_diagonal(at_h: list[int], shift: int, text_h: str, text_r: str, n: int, orders: int,
-                  settled: list[int], differences: dict[int, list[int]]) -> None:
-    """Settle unique pairs at (i, i + shift), i in ``at_h``, from where the texts differ along that diagonal
-    (found once per diagonal and kept in ``differences``)."""
-    differ = differences.get(shift)
-    if differ is None:
-        first = max(0, -shift)
-        end = first + min(len(text_h) - first, len(text_r) - first - shift)  # where the diagonal ends
-        differ = list(compress(range(first, end), map(ne, text_h[first:], text_r[first + shift :])))
-        differ.append(end)
-        differences[shift] = differ
-    starts = list(map(add, at_h, repeat(n)))
-    nexts = map(differ.__getitem__, map(bisect_left, repeat(differ), starts))
-    _add_agreements(Counter(map(min, map(sub, nexts, starts), repeat(orders - n))), n, settled)
+@cache
+def _below(n: int) -> bytes:
+    """A table keeping the neighbours that agree on fewer than n codes: boundaries between n-grams."""
+    return bytes(value < n for value in range(256))
 
 
-def _add_agreements(agreements: Counter[int], n: int, settled: list[int]) -> None:
-    """Add, for each count of matches agreeing on k more code points after order n, one match at orders n+1..n+k
-    to the difference array ``settled``."""
-    for agreed, times in agreements.items():
-        settled[n + 1] += times
-        settled[n + agreed + 1] -= times
-
-
-def _words(codes: list[int]) -> list[int]:
-    """At each position, the next WORD_CODES codes (each below 256) as one number, the first the lowest byte (zeros
-    past the end); one more at len(codes). Read as eight-byte words at each of the eight alignments, in C."""
-    packed = bytes(codes) + bytes(16)
-    views = [array("Q", packed[at : at + 8 * ((len(packed) - at) // 8)]) for at in range(8)]
-    if sys.byteorder != "little":
-        for view in views:
-            view.byteswap()
-    return list(map(and_, chain.from_iterable(zip(*views)), repeat(WORD_MASK)))[: len(codes) + 1]
-
-
-def _add_small_classes(shared: list[int], in_h: list[int], in_r: list[int], grams_h: list[int], live_h: list[int],
-                       words_h: list[int], grams_r: list[int], live_r: list[int], words_r: list[int], n: int,
-                       orders: int, settled: list[int]) -> tuple[set[int], int]:
-    """Settle those of the given shared n-grams (each at most twice on each side, counted ``in_h``, ``in_r``) whose
-    every occurrence has room up to the top order; return them and their matches at order n.
-
-    Occurrences that agree on their next k code points have the same (n+k)-gram, and agreement is an ultrametric.
-    So at order n+k, an n-gram matches once if an occurrence on one side agrees with one on the other on k more code
-    points, and twice (with two on each side) if two disjoint such pairs do. An agreement is read from two words
-    (see :func:`_words`): their XOR's lowest set bit is in the byte of the first code that differs.
-    """
-    room_h, room_r = len(words_h) - 1 - orders, len(words_r) - 1 - orders  # (a text's words: one more than its codes)
-    near_end = set(grams_h[bisect_right(live_h, room_h) : len(grams_h)])
-    near_end.update(grams_r[bisect_right(live_r, room_r) : len(grams_r)])
-    if near_end:
-        fits = list(map(not_, map(near_end.__contains__, shared)))
-        shared, in_h, in_r = list(compress(shared, fits)), list(compress(in_h, fits)), list(compress(in_r, fits))
-    left = orders - n
-    # A low bit's length -> the agreement it means (the sentinel, one bit above a word: all of them agree).
-    agreement = [left] + [min((length - 1) // 8, left) for length in range(1, 8 * WORD_CODES + 2)]
-    sentinel = WORD_MASK + 1
-
-    def first_and_last(grams: list[int], live: list[int], words: list[int]) -> tuple[dict[int, int], dict[int, int]]:
-        shifted = words[n:]
-        continuations = list(map(shifted.__getitem__, live[: len(grams)]))
-        last = dict(zip(grams, continuations))
-        return dict(zip(reversed(grams), reversed(continuations))), last
-
-    def low_bits(a: Sequence[int], b: Sequence[int]) -> list[int]:
-        differ = list(map(or_, map(xor, a, b), repeat(sentinel)))
-        return list(map(and_, differ, map(neg, differ)))
-
-    def agreements(low: Iterable[int]) -> Iterator[int]:
-        return map(agreement.__getitem__, map(int.bit_length, low))
-
-    first_h, last_h = first_and_last(grams_h, live_h, words_h)
-    first_r, last_r = first_and_last(grams_r, live_r, words_r)
-    h1, h2 = list(map(first_h.__getitem__, shared)), list(map(last_h.__getitem__, shared))
-    r1, r2 = list(map(first_r.__getitem__, shared)), list(map(last_r.__getitem__, shared))
-    # With one occurrence on a side, (h1, r1) and (h2, r2) are its two pairs (or its one pair, twice).
-    low11, low22 = low_bits(h1, r1), low_bits(h2, r2)
-    two = list(map(and_, map((2).__eq__, in_h), map((2).__eq__, in_r)))
-    twos = two.count(True)
-    one = list(map(not_, two))
-    best = Counter(agreements(map(max, compress(low11, one), compress(low22, one))))
-    second: Counter[int] = Counter()
-    if twos:
-        low11, low22 = list(compress(low11, two)), list(compress(low22, two))
-        low12 = low_bits(list(compress(h1, two)), list(compress(r2, two)))
-        low21 = low_bits(list(compress(h2, two)), list(compress(r1, two)))
-        best.update(agreements(map(max, low11, low12, low21, low22)))
-        second.update(agreements(map(max, map(min, low11, low22), map(min, low12, low21))))
-    _add_agreements(best, n, settled)
-    _add_agreements(second, n, settled)
-    return set(shared), len(shared) + twos
-
-
-def _add_agreeing(firsts: list[str], seconds: list[str], skip: int, n: int, orders: int, settled: list[int],
-                  out: list[int], offset: int) -> None:
-    """Add one match at each order n+k, k = 1..orders-n, for each pair (firsts[i], seconds[i]) whose continuations
-    (from index ``skip`` on) agree on their first k code points: at once to the difference array ``settled`` for
-    pairs that agree all the way, order by order for the others (comparing one code point per order)."""
-    agree = list(map(eq, firsts, seconds))
-    compared = agree.count(True)
-    settled[n + 1] += compared
-    settled[orders + 1] -= compared
-    if compared < len(agree):
-        parting = list(map(not_, agree))
-        firsts, seconds = list(compress(firsts, parting)), list(compress(seconds, parting))
-        for k in range(1, orders - n):  # all of them agree on their first k - 1 code points: compare the k-th
-            at = itemgetter(skip + k - 1)
-            agree = list(map(eq, map(at, firsts), map(at, seconds)))
-            agreeing = agree.count(True)
-            if not agreeing:
-                break
-            out[offset + 3 * (n + k - 1) + 2] += agreeing
-            if agreeing < len(agree):
-                firsts, seconds = list(compress(firsts, agree)), list(compress(seconds, agree))
+@cache
+def _at_least(n: int) -> bytes:
+    """The agreement values to drop once order n is counted."""
+    return bytes(range(n, 256))
 
 
 def _add_top_down(counts_h: dict[Gram, int], counts_r: dict[Gram, int], end_h: Callable[[int], Gram | None],
@@ -664,24 +475,12 @@ def _shorter(counts: dict[Gram, int], shorten: Callable[[Gram], Gram], at_end: G
     return shorter
 
 
-def _prefix(k: int) -> Callable[[str], str]:
-    """k -> a text's first k code points."""
-    return itemgetter(slice(0, k))
-
-
 def _key_prefix(base: int) -> Callable[[int], Callable[[int], int]]:
     """k -> the key of a (k+1)-gram's first k codes (its lowest k digits)."""
     def prefix(k: int) -> Callable[[int], int]:
         modulus: int = base**k
         return modulus.__rmod__
     return prefix
-
-
-def _gram_at_end(text: str, live: list[int]) -> Callable[[int], str | None]:
-    """k -> the k-gram at len(text) - k if that position is live."""
-    def at_end(k: int) -> str | None:
-        return text[len(text) - k :] if _is_live(live, len(text) - k) else None
-    return at_end
 
 
 def _key_at_end(codes: list[int], live: list[int], base: int) -> Callable[[int], int | None]:
