@@ -70,6 +70,11 @@ def against_itself(text: str, at: int, letter: str, word_order: int = 0) -> dict
             "word_order": word_order}
 
 
+def letters_text(choose: random.Random, letters: str, length: int) -> str:
+    """A random text of ``length`` letters drawn from ``letters``."""
+    return "".join(choose.choice(letters) for _ in range(length))
+
+
 def adversarial() -> dict[str, dict]:
     """Valid requests built to be as slow as possible for a counting kernel (each at most 65536 bytes).
 
@@ -114,6 +119,12 @@ def adversarial() -> dict[str, dict]:
     wide_seventeenth_r = "".join(other_wide[c] if i % 17 == 0 else c for i, c in enumerate(wide_twice))
     wide_twenty_third_h = "".join(other_wide[c] if i % 23 == 11 else c for i, c in enumerate(wide_twice))
     wide_twenty_third_r = "".join(other_wide[c] if i % 23 == 0 else c for i, c in enumerate(wide_twice))
+    # Short segments that repeat themselves (as a hypothesis caught in a loop does), nearly identical to their
+    # references: every matched n-gram repeats on both sides, and a short reference is searched for each. And a long
+    # hypothesis that repeats its short reference over and over.
+    loops = random.Random(13)
+    loop = [letters_text(loops, forty, LIMIT // (4 * SEGMENTS)) * 2 for _ in range(SEGMENTS)]
+    looping = letters_text(loops, forty, 200)
     return {
         "one character against filler + run (c10)": {
             "hypotheses": ["a" * half], "references": ["!" * (half - 10) + "a" * 10], "char_order": 10,
@@ -165,6 +176,14 @@ def adversarial() -> dict[str, dict]:
         },
         "distinct astral code points, shuffled (c10)": {
             "hypotheses": [astral], "references": ["".join(shuffled)], "char_order": 10,
+        },
+        "256 short segments, each a text twice, one letter changed on each side (c10)": {
+            "hypotheses": [text[:1] + "!" + text[2:] for text in loop],
+            "references": [text[:2] + "?" + text[3:] for text in loop], "char_order": 10, "word_order": 0,
+        },
+        "a long hypothesis that repeats its 200-letter reference (c10)": {
+            "hypotheses": [(looping * (LIMIT // 200))[: LIMIT - 200]], "references": [looping], "char_order": 10,
+            "word_order": 0,
         },
         "256 near-identical segments (c10 w4)": {
             "hypotheses": [near[i * 127 : i * 127 + 127] for i in range(SEGMENTS)],

@@ -183,6 +183,60 @@ def test_python_kernel_counts_a_much_shorter_side_order_by_order_and_sorts_once_
     assert args[5] == 5 and len(args[1]) > 4_000  # after the start order 3 and order 4, most positions still live
 
 
+def test_python_kernel_sorts_the_rest_of_a_hypothesis_that_repeats_its_short_reference(monkeypatch):
+    by_sorting = _recording(monkeypatch, "_add_sorted")
+    _python_counts("a long hypothesis that repeats its 200-letter reference (c10)")
+    (args, _), = by_sorting
+    assert args[5] == 2 and len(args[1]) > 60_000 and len(args[3]) == 200  # from order 2: repeats at every order
+
+
+def test_python_kernel_sorts_short_segments_that_repeat_themselves_from_order_2(monkeypatch):
+    by_sorting = _recording(monkeypatch, "_add_sorted")
+    _python_counts("256 short segments, each a text twice, one letter changed on each side (c10)")
+    assert [args[5] for args, _ in by_sorting] == [2] * 256  # half the matched bigrams repeat: worth sorting
+
+
+def test_python_kernel_sorts_a_short_reference_once_repeats_persist_past_order_2(monkeypatch):
+    by_sorting = _recording(monkeypatch, "_add_sorted")
+    letters = random.Random(6)
+    piece = "".join(letters.choice("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMN") for _ in range(60))
+    # At c6, with four orders left, the repeated bigrams are not yet worth sorting; the trigrams, with three, are.
+    hypothesis, reference = piece + "!" + piece + "?" + piece[:30], piece + "#" + piece[10:]
+    assert run("python", [hypothesis], [reference], 6, 0) == naive_counts([hypothesis], [reference], 6, 0)
+    (args, _), = by_sorting
+    assert args[5] == 3
+
+
+def test_python_kernel_searches_short_references_of_real_translations_nearly_always(monkeypatch):
+    by_sorting = _recording(monkeypatch, "_add_sorted")
+    hypotheses, references = near_limit("real")
+    run("python", hypotheses, references, 10, 0)
+    sorted_positions = sum(len(args[1]) + len(args[3]) for args, _ in by_sorting)
+    assert sorted_positions < sum(map(len, hypotheses + references)) // 20
+
+
+@st.composite
+def repeating_hypotheses(draw):
+    """A short reference and a hypothesis made of pieces of it, some repeated, with a few letters changed."""
+    alphabet = draw(st.sampled_from(["ab", "abcdefghij", "aé😀 中", "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMN"]))
+    reference = draw(st.text(st.sampled_from(alphabet), min_size=1, max_size=python_kernel.SHORT_REFERENCE))
+    pieces = draw(st.lists(st.tuples(st.integers(0, len(reference)), st.integers(0, len(reference)),
+                                     st.integers(1, 6)), min_size=1, max_size=8))
+    hypothesis = list("".join(reference[start:end] * times for start, end, times in pieces) or reference)
+    for at in draw(st.lists(st.integers(0, len(hypothesis) - 1), max_size=5)):
+        hypothesis[at] = "!"
+    return "".join(hypothesis), reference
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(repeating_hypotheses(), st.integers(1, 10))
+def test_kernels_count_hypotheses_that_repeat_a_short_reference_exactly(texts, char_order):
+    hypothesis, reference = texts
+    expected = naive_counts([hypothesis], [reference], char_order, 0)
+    for kernel in kernels():
+        assert run(kernel, [hypothesis], [reference], char_order, 0) == expected, kernel
+
+
 def test_python_kernel_does_not_sort_n_grams_that_part_early(monkeypatch):
     by_sorting = _recording(monkeypatch, "_add_sorted")
     letters = random.Random(4)

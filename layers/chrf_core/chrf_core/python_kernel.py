@@ -33,8 +33,12 @@ from operator import add, lshift, mul, sub, xor
 from typing import TypeVar
 
 # Up to this many code points, a reference is searched rather than its n-grams hashed (see
-# add_orders_short_reference); the bound keeps every search, and so the whole count, linear.
+# add_orders_short_reference); the bound keeps every search, and so the whole count, linear. There, the rest is
+# sorted once the repeated matches of an order times the orders left reach this many per position to sort (more at
+# order 2, where short n-grams repeat by chance).
 SHORT_REFERENCE = 256
+REPEATS_TO_SORT = 1.0
+REPEATS_TO_SORT_AT_ORDER_2 = 1.5
 # Texts with at least this many positions left on each side, and at most SORTED_BALANCE times as many on one side
 # as on the other, are counted by sorting (see _add_sorted), at a cost that does not depend on the data; counted
 # order by order, n-grams that persist (texts repeated with scattered changes) cost a pass per order.
@@ -571,7 +575,10 @@ def add_orders_short_reference(hypothesis: str, reference: str, out: list[int], 
 
     Only hypothesis n-grams are built: each is looked up by searching the reference string, which for a short
     reference is cheaper than hashing the reference's n-grams. A search costs at most the reference's length
-    times n, so the bound on the reference keeps this linear in the text.
+    times n, so the bound on the reference keeps this linear in the text. A matched n-gram that the hypothesis
+    repeats costs more searches, to clip it to the reference's count; when repeats are many (a hypothesis that
+    repeats itself, or a long one that repeats the reference), the rest is sorted once instead (see
+    :func:`_add_sorted`).
     """
     length_h = len(hypothesis)
     counts_h, counts_r = Counter(hypothesis), Counter(reference)
@@ -597,12 +604,24 @@ def add_orders_short_reference(hypothesis: str, reference: str, out: list[int], 
         if may_repeat:
             # A repeated hypothesis n-gram matches only as often as the reference has it. Once no matched n-gram
             # repeats, no longer one can (it would repeat its prefix).
-            repeated = [(gram, times) for gram, times in Counter(compress(grams, found)).items() if times > 1]
+            matched = Counter(compress(grams, found))
+            if _worth_sorting(matches - len(matched), orders - n, matches + len(reference), n):
+                codes_h, codes_r, base = _codes(hypothesis, reference, set(hypothesis).union(reference))
+                _add_sorted(codes_h, list(compress(positions, found)), codes_r, list(range(len(reference))), base, n,
+                            orders, out, offset)
+                return
+            repeated = [(gram, times) for gram, times in matched.items() if times > 1]
             for gram, times in repeated:
                 matches -= times - min(times, _occurrences(reference, gram))
             may_repeat = bool(repeated)
         out[offset + 3 * (n - 1) + 2] += matches
         positions = list(compress(positions, found))
+
+
+def _worth_sorting(repeats: int, orders_left: int, positions: int, n: int) -> bool:
+    """Whether sorting ``positions`` costs less than clipping ``repeats`` repeated matches at order n, and as many
+    at each order left, were they to persist."""
+    return (REPEATS_TO_SORT_AT_ORDER_2 if n == 2 else REPEATS_TO_SORT) * positions <= repeats * orders_left
 
 
 def _occurrences(text: str, part: str) -> int:
