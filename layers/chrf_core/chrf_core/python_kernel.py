@@ -157,9 +157,7 @@ def add_orders_at(text_h: str, live_h: list[int], text_r: str, live_r: list[int]
     if fewer < SORTED_FROM or more > SORTED_BALANCE * fewer or orders == 1:
         add_orders_from(text_h, live_h, text_r, live_r, out, offset, orders)
         return
-    whole = len(live_h) == len(text_h) and len(live_r) == len(text_r)
-    alphabet = set(text_h).union(text_r) if whole or 4 * (fewer + more) >= len(text_h) + len(text_r) else None
-    codes_h, codes_r, base = _codes(text_h, text_r, alphabet)
+    codes_h, codes_r, base = _codes(text_h, text_r, _alphabet(text_h, live_h, text_r, live_r))
     _add_sorted(codes_h, live_h, codes_r, live_r, base, 1, orders, out, offset)
 
 
@@ -196,15 +194,8 @@ def add_orders_from(text_h: str, live_h: list[int], text_r: str, live_r: list[in
     start = min(_start_order(chars_h, len(live_h)), _start_order(chars_r, len(live_r)), orders)
     if start > 1:
         out[offset + 2] += _matches(chars_h, chars_r)
-    # From here on an n-gram is a number, its key (see _codes). The codes number the texts' alphabet densely when
-    # it is known or worth a pass over the texts (mostly live), so that keys stay small.
-    if whole:
-        alphabet: set[str] | None = chars_h.keys() | chars_r.keys()
-    elif 4 * (len(live_h) + len(live_r)) >= length_h + length_r:
-        alphabet = set(text_h).union(text_r)
-    else:
-        alphabet = None
-    codes_h, codes_r, base = _codes(text_h, text_r, alphabet)
+    # From here on an n-gram is a number, its key (see _codes).
+    codes_h, codes_r, base = _codes(text_h, text_r, _alphabet(text_h, live_h, text_r, live_r))
     # The live positions of each side, in order, and their n-grams (those that have room for one).
     if whole:
         grams_h, grams_r = _keys(codes_h, start, base), _keys(codes_r, start, base)
@@ -506,6 +497,14 @@ def _key(codes: list[int], at: int, n: int, base: int) -> int:
     for code in reversed(codes[at : at + n]):
         key = key * base + code
     return key
+
+
+def _alphabet(text_h: str, live_h: list[int], text_r: str, live_r: list[int]) -> set[str] | None:
+    """The texts' alphabet, for codes that number it densely (small keys), when that is worth a pass over the texts:
+    when at least a quarter of their positions are live."""
+    if 4 * (len(live_h) + len(live_r)) >= len(text_h) + len(text_r):
+        return set(text_h).union(text_r)
+    return None
 
 
 def _codes(text_h: str, text_r: str, alphabet: set[str] | None) -> tuple[list[int], list[int], int]:
