@@ -417,22 +417,16 @@ def _at_least(n: int) -> bytes:
 
 def _add_top_down(counts_h: dict[Gram, int], counts_r: dict[Gram, int], end_h: Callable[[int], Gram | None],
                   end_r: Callable[[int], Gram | None], prefix: Callable[[int], Callable[[Gram], Gram]], high: int,
-                  low: int, out: list[int], offset: int) -> int:
-    """Add the matches of orders high..low+1, counted down from the counts of the live positions' (high+1)-grams;
-    return those of order ``high``.
+                  low: int, out: list[int], offset: int) -> None:
+    """Add the matches of orders high..low+1, counted down from the counts of the live positions' (high+1)-grams.
 
     Each order's counts are the next order's, summed by prefix, plus the one live position (if any) with room for
     this order but not the next. Costs the number of distinct n-grams per order, not the number of positions.
     """
-    highest = 0
     for k in range(high, low, -1):
         shorten = prefix(k)
         counts_h, counts_r = _shorter(counts_h, shorten, end_h(k)), _shorter(counts_r, shorten, end_r(k))
-        matches = _matches(counts_h, counts_r)
-        out[offset + 3 * (k - 1) + 2] += matches
-        if k == high:
-            highest = matches
-    return highest
+        out[offset + 3 * (k - 1) + 2] += _matches(counts_h, counts_r)
 
 
 def _matches(counts_h: dict[Gram, int], counts_r: dict[Gram, int]) -> int:
