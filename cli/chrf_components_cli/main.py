@@ -282,7 +282,7 @@ def command_serve(args: argparse.Namespace) -> int:
 
     try:
         template = local_lambda.find_template(args.template)
-        return server.serve(args.host, args.port, template, args.workers, args.iam)
+        return server.serve(args.host, args.port, template, args.workers, args.iam, args.region)
     except (local_lambda.TemplateError, server.ServeError) as error:
         raise CommandError(str(error)) from None
 
@@ -380,6 +380,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--iam", action="store_true",
                        help="require SigV4-signed requests, checked against your AWS credentials, like the deployed "
                        "API")
+    serve.add_argument("--region", help="with --iam: the region signatures must be scoped to (default: AWS_REGION "
+                       "or your AWS configuration)")
     serve.set_defaults(run=command_serve)
 
     pipeline = commands.add_parser("pipeline", help="the deployed corpus pipeline")

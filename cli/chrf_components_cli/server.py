@@ -1,47 +1,51 @@
 """`chrf-components serve`: the API on loopback without Docker, like `sam local start-api`.
 
-The standard library's HTTP/1.1 server (http.server), with what a front door needs: Content-Length is validated
-(digits only, at most API Gateway's 10 MB payload limit; chunked bodies are refused with 411), a body shorter
-than declared is a 400, the connection is closed after any error that leaves a body unread, every connection
-has a timeout, log lines are escaped and never carry a body, and a bounded pool of threads serves connections.
-The standard library is enough for a loopback tool and keeps the command line free of a server dependency.
+The HTTP front door is waitress, a maintained pure-Python WSGI server: it reads every request in full (headers
+and body, chunked or not) on its own event loop before a thread sees it, so slow or idle clients hold no thread;
+it keeps connections alive, validates Content-Length, caps the body at API Gateway's 10 MB payload limit (413),
+closes idle connections, and keeps a deep listen backlog. What is ours sits behind it: each request becomes an
+API Gateway HTTP API (payload v2) event for the template's function; with ``--iam`` the SigV4 signature is
+checked first, as the deployed API's IAM authorization does; log lines are escaped and never carry a body.
 
-Each request becomes an API Gateway HTTP API (payload v2) event for the template's function. Invocations run in
-a pool of worker processes, each holding the function loaded once, the way Lambda runs one invocation at a time
-per execution environment and several environments side by side: a slow invocation holds one worker, never the
-others. With ``--iam`` the server checks SigV4 signatures as the deployed API's IAM authorization does.
+Invocations run in a pool of worker processes, each holding the function loaded once, the way Lambda runs one
+invocation at a time per execution environment and several side by side: a slow invocation holds one worker,
+never the others. SIGINT (Ctrl-C) and SIGTERM stop the server and every worker; a worker whose server died
+exits on its own.
 """
 
 from __future__ import annotations
 
 import base64
 import concurrent.futures
-import contextlib
 import json
 import multiprocessing
+import os
 import pathlib
 import re
+import signal
 import sys
 import threading
 import time
 import uuid
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import Any
-from urllib.parse import urlsplit
 
 import chrf_core
 
 from . import local_lambda
 
-CONNECTION_TIMEOUT = 30.0  # seconds a connection may sit idle or send its request
-CONNECTIONS = 32  # connections served at once; more wait in the listen backlog
-JSON_HEADERS = {"Content-Type": "application/json"}
+CONNECTION_TIMEOUT = 30  # seconds a connection may stay idle before the server closes it
+CONNECTION_LIMIT = 1000  # connections open at once; more wait in the listen backlog
+BACKLOG = 1024  # connections the kernel queues before the server accepts them
+JSON_HEADERS = [("Content-Type", "application/json")]
 CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\\]")
+
+StartResponse = Callable[[str, list[tuple[str, str]]], Any]
 
 
 class ServeError(Exception):
-    """The server cannot start (bad or busy port): one line on stderr."""
+    """The server cannot start (bad or busy port, no credentials for --iam): one line on stderr."""
 
 
 def escaped(text: str, limit: int = 200) -> str:
@@ -51,8 +55,8 @@ def escaped(text: str, limit: int = 200) -> str:
 
 
 def http_api_event(method: str, target: str, headers: dict[str, str], body: bytes, source_ip: str) -> dict[str, Any]:
-    """An HTTP API payload v2 event as API Gateway builds it for this request."""
-    url = urlsplit(target)
+    """An HTTP API payload v2 event as API Gateway builds it for this request (``headers`` lower-case)."""
+    path, _, query = target.partition("?")
     try:
         text, is_base64 = body.decode("utf-8"), False
     except UnicodeDecodeError:
@@ -61,20 +65,20 @@ def http_api_event(method: str, target: str, headers: dict[str, str], body: byte
     return {
         "version": "2.0",
         "routeKey": "$default",
-        "rawPath": url.path,
-        "rawQueryString": url.query,
-        "headers": {name.lower(): value for name, value in headers.items()},
+        "rawPath": path,
+        "rawQueryString": query,
+        "headers": headers,
         "requestContext": {
             "accountId": "123456789012",
             "apiId": "local",
-            "domainName": headers.get("Host", "127.0.0.1"),
+            "domainName": headers.get("host", "127.0.0.1"),
             "domainPrefix": "local",
             "http": {
                 "method": method,
-                "path": url.path,
+                "path": path,
                 "protocol": "HTTP/1.1",
                 "sourceIp": source_ip,
-                "userAgent": headers.get("User-Agent", ""),
+                "userAgent": headers.get("user-agent", ""),
             },
             "requestId": str(uuid.uuid4()),
             "routeKey": "$default",
@@ -92,10 +96,19 @@ def http_api_event(method: str, target: str, headers: dict[str, str], body: byte
 _handler: Any = None
 
 
-def _load_in_worker(template: str) -> None:
-    """Worker start: the function's output (logs, metrics) goes to stderr, as `sam local start-api` shows it."""
+def _exit_with_parent(parent: int) -> None:
+    while os.getppid() == parent:
+        time.sleep(0.5)
+    os._exit(0)
+
+
+def _load_in_worker(template: str, parent: int) -> None:
+    """Worker start: the server handles Ctrl-C and stops the workers itself; the function's output (logs,
+    metrics) goes to stderr, as `sam local start-api` shows it; a worker whose server is gone exits."""
     global _handler
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     sys.stdout = sys.stderr
+    threading.Thread(target=_exit_with_parent, args=(parent,), daemon=True).start()
     _handler = local_lambda.load_handler(local_lambda.DEFAULT_FUNCTION, pathlib.Path(template))
 
 
@@ -116,7 +129,8 @@ class Functions:
                                     template.parent)
         context = multiprocessing.get_context("spawn")
         self.pool = concurrent.futures.ProcessPoolExecutor(
-            max_workers=workers, mp_context=context, initializer=_load_in_worker, initargs=(str(template),)
+            max_workers=workers, mp_context=context, initializer=_load_in_worker,
+            initargs=(str(template), os.getpid()),
         )
         list(self.pool.map(_ready, range(workers)))  # load the function now, not on the first request
 
@@ -130,153 +144,148 @@ class Functions:
 # ---- HTTP front ------------------------------------------------------------------------------------------------
 
 
-class BoundedThreadingServer(HTTPServer):
-    """An HTTP server that serves each connection on a thread from a bounded pool."""
+class Gateway:
+    """The WSGI application: what API Gateway does in front of the function (SigV4 with --iam, the event, the
+    proxy integration's response), and one escaped, text-free log line per request."""
 
-    daemon_threads = True
+    def __init__(self, functions: Functions, credentials: Any = None, region: str | None = None) -> None:
+        self.functions, self.credentials, self.region = functions, credentials, region
 
-    functions: Functions
+    def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+        method, target = environ["REQUEST_METHOD"], environ.get("REQUEST_URI") or environ.get("PATH_INFO", "/")
+        status, headers, data = self.respond(method, target, request_headers(environ), read_body(environ),
+                                             environ.get("REMOTE_ADDR", ""))
+        start_response(f"{status} {STATUS_TEXT.get(status, 'Status')}",
+                       [*headers, ("Content-Length", str(len(data)))])
+        sys.stderr.write(f"{time.strftime('%H:%M:%S')} {environ.get('REMOTE_ADDR', '')} "
+                         f"\"{escaped(method, 16)} {escaped(target)}\" {status} {len(data)}\n")
+        return [data]
 
-    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler],
-                 credentials: Any = None) -> None:
-        self.credentials = credentials
-        self.slots = threading.BoundedSemaphore(CONNECTIONS)
-        self.threads = concurrent.futures.ThreadPoolExecutor(max_workers=CONNECTIONS)
-        super().__init__(address, handler)
-
-    def process_request(self, request: Any, client_address: Any) -> None:
-        self.slots.acquire()  # all threads busy: stop accepting until one is free
-
-        def serve() -> None:
-            try:
-                self.finish_request(request, client_address)
-            except Exception:
-                self.handle_error(request, client_address)
-            finally:
-                self.shutdown_request(request)
-                self.slots.release()
-
-        self.threads.submit(serve)
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        error = sys.exc_info()[1]
-        sys.stderr.write(f"{time.strftime('%H:%M:%S')} {client_address[0]} connection error: "
-                         f"{type(error).__name__}\n")
-
-    def server_close(self) -> None:
-        super().server_close()
-        self.threads.shutdown(wait=False, cancel_futures=True)
-        if hasattr(self, "functions"):
-            self.functions.close()
-
-
-class LambdaProxy(BaseHTTPRequestHandler):
-    """Every method reaches the function, which routes (405 for anything but POST on the execute path)."""
-
-    server: BoundedThreadingServer
-    server_version = "chrf-components-local"
-    protocol_version = "HTTP/1.1"
-    timeout = CONNECTION_TIMEOUT
-
-    def _proxy(self) -> None:
-        if self.headers.get("Transfer-Encoding"):
-            self._fail(411, "length_required", "send the body with a Content-Length, not chunked")
-            return
-        lengths = self.headers.get_all("Content-Length") or []
-        if len(set(lengths)) > 1 or any(not value.isascii() or not value.isdigit() for value in lengths):
-            self._fail(400, "bad_request", "Content-Length must be one number of bytes")
-            return
-        length = int(lengths[0]) if lengths else 0
-        if length > local_lambda.API_GATEWAY_PAYLOAD_LIMIT:
-            self._fail(413, "payload_too_large",
-                       f"request body over {local_lambda.API_GATEWAY_PAYLOAD_LIMIT} bytes (API Gateway's limit)")
-            return
-        try:
-            body = self.rfile.read(length) if length else b""
-        except TimeoutError:
-            self._fail(408, "request_timeout", "the body did not arrive in time")
-            return
-        if len(body) < length:
-            self._fail(400, "bad_request", f"the body ended after {len(body)} of {length} bytes")
-            return
-        credentials = self.server.credentials
-        if credentials is not None:
+    def respond(self, method: str, target: str, headers: dict[str, str], body: bytes,
+                source_ip: str) -> tuple[int, list[tuple[str, str]], bytes]:
+        if self.credentials is not None:
             from .sigv4 import SignatureError, verify
 
-            url = f"http://{self.headers.get('Host', '')}{self.path}"
             try:
-                verify(self.command, url, dict(self.headers.items()), body, credentials)
+                verify(method, f"http://{headers.get('host', '')}{target}", headers, body, self.credentials,
+                       str(self.region))
             except SignatureError as error:
-                self._send(403, JSON_HEADERS, json.dumps({"message": str(error)}).encode())
-                return
-        event = http_api_event(self.command, self.path, dict(self.headers.items()), body, self.client_address[0])
-        result = self.server.functions.invoke(event)
+                return 403, JSON_HEADERS, json.dumps({"message": str(error)}).encode()
+        result = self.functions.invoke(http_api_event(method, target, headers, body, source_ip))
         if not isinstance(result, dict) or "statusCode" not in result:
             # The function raised: API Gateway's proxy integration answers 500 with this body.
-            self._send(500, JSON_HEADERS, b'{"message": "Internal Server Error"}')
-            return
+            return 500, JSON_HEADERS, b'{"message": "Internal Server Error"}'
         payload = result.get("body") or ""
         data = base64.b64decode(payload) if result.get("isBase64Encoded") else payload.encode("utf-8")
-        self._send(int(result["statusCode"]), dict(result.get("headers") or {}), data)
+        response_headers = [(str(name), str(value)) for name, value in (result.get("headers") or {}).items()
+                            if str(name).lower() not in ("content-length", "connection", "transfer-encoding")]
+        return int(result["statusCode"]), response_headers, data
 
-    def _fail(self, status: int, code: str, message: str) -> None:
-        """An error before the function runs; the connection closes, as a body may be left unread."""
-        self.close_connection = True
-        body = json.dumps({"error": {"code": code, "message": message}}).encode()
-        self._send(status, {**JSON_HEADERS, "Connection": "close"}, body)
 
-    def _send(self, status: int, headers: dict[str, str], data: bytes) -> None:
-        self.send_response(status)
-        for name, value in headers.items():
-            self.send_header(name, value)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(data)
+STATUS_TEXT = {200: "OK", 400: "Bad Request", 403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed",
+               413: "Payload Too Large", 500: "Internal Server Error"}
 
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("do_"):
-            return self._proxy
-        raise AttributeError(name)
 
-    def log_message(self, format: str, *args: Any) -> None:
-        line = format % args
-        sys.stderr.write(f"{time.strftime('%H:%M:%S')} {self.address_string()} {escaped(line)}\n")
+def request_headers(environ: dict[str, Any]) -> dict[str, str]:
+    """The request's headers, names lower-case with dashes (as API Gateway's payload v2 gives them)."""
+    headers = {key[5:].lower().replace("_", "-"): value for key, value in environ.items() if key.startswith("HTTP_")}
+    for key in ("CONTENT_TYPE", "CONTENT_LENGTH"):
+        if environ.get(key):
+            headers[key.lower().replace("_", "-")] = environ[key]
+    return headers
+
+
+def read_body(environ: dict[str, Any]) -> bytes:
+    """The body waitress has already read in full (at most the 10 MB cap)."""
+    length = int(environ.get("CONTENT_LENGTH") or 0)
+    data: bytes = environ["wsgi.input"].read(length) if length else b""
+    return data
+
+
+class LocalServer:
+    """waitress serving the Gateway on host:port, with the function's workers started."""
+
+    def __init__(self, host: str, port: int, functions: Functions, gateway: Gateway, threads: int,
+                 idle_timeout: int) -> None:
+        import waitress
+
+        self.functions, self.region = functions, gateway.region
+        try:
+            self.waitress = waitress.create_server(
+                gateway, host=host, port=port, threads=threads, connection_limit=CONNECTION_LIMIT, backlog=BACKLOG,
+                channel_timeout=idle_timeout, cleanup_interval=max(1, min(30, idle_timeout)),
+                max_request_body_size=local_lambda.API_GATEWAY_PAYLOAD_LIMIT, asyncore_use_poll=True,
+                ident="chrf-components-local", clear_untrusted_proxy_headers=True,
+            )
+        except (OSError, OverflowError, ValueError) as error:
+            raise ServeError(f"cannot listen on {host}:{port} ({getattr(error, 'strerror', None) or error})") from None
+        self.server_address = (host, int(self.waitress.effective_port))
+
+    def serve_forever(self) -> None:
+        """Serve until shutdown() from another thread, or SIGINT / SIGTERM in the main thread."""
+        self.waitress.run()
+
+    def shutdown(self) -> None:
+        """Stop serving (from another thread): close the listening socket and every connection."""
+        server: Any = self.waitress
+        while server._map:
+            for channel in list(server._map.values()):
+                channel.handle_close()
+        server.task_dispatcher.shutdown()
+
+    def server_close(self) -> None:
+        """Stop the function's workers."""
+        self.functions.close()
 
 
 def make_server(host: str = "127.0.0.1", port: int = 3000, template: pathlib.Path | None = None,
-                workers: int = 2, iam: bool = False) -> BoundedThreadingServer:
-    """A server bound to host:port (port 0 picks a free one), with its function workers started, not yet serving."""
+                workers: int = 2, iam: bool = False, region: str | None = None,
+                idle_timeout: int = CONNECTION_TIMEOUT) -> LocalServer:
+    """A server bound to host:port (port 0 picks a free one), with its function workers started, not yet serving.
+
+    With ``iam``, requests must be signed for service execute-api in ``region`` (default: the AWS chain's) with
+    the credentials of the standard AWS chain, including their session token if they have one."""
     if workers < 1:
         raise ServeError("--workers must be at least 1")
     credentials = None
     if iam:
         import botocore.session
 
-        credentials = botocore.session.get_session().get_credentials()
-        if credentials is None:
+        session = botocore.session.get_session()
+        found = session.get_credentials()
+        if found is None:
             raise ServeError("--iam needs AWS credentials (the standard chain) to check signatures against")
+        credentials = found.get_frozen_credentials()
+        region = region or session.get_config_variable("region")
+        if not region:
+            raise ServeError("--iam needs a region to check signatures' scope against: --region or AWS_REGION")
+    functions = Functions(template or local_lambda.find_template(), workers)
     try:
-        server = BoundedThreadingServer((host, port), LambdaProxy, credentials)
-    except (OSError, OverflowError) as error:
-        raise ServeError(f"cannot listen on {host}:{port} ({getattr(error, 'strerror', None) or error})") from None
-    try:
-        server.functions = Functions(template or local_lambda.find_template(), workers)
+        return LocalServer(host, port, functions, Gateway(functions, credentials, region), max(4, 2 * workers),
+                           idle_timeout)
     except BaseException:
-        server.server_close()
+        functions.close()
         raise
-    return server
 
 
-def serve(host: str, port: int, template: pathlib.Path, workers: int = 4, iam: bool = False) -> int:
-    server = make_server(host, port, template, workers, iam)
+def _stop_on_sigterm(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt  # waitress's loop ends on it, as on Ctrl-C
+
+
+def serve(host: str, port: int, template: pathlib.Path, workers: int = 4, iam: bool = False,
+          region: str | None = None) -> int:
+    server = make_server(host, port, template, workers, iam, region)
     url = f"http://{host}:{server.server_address[1]}"
-    print(f"serving POST {url}{chrf_core.EXECUTE_PATH} ({workers} workers{', SigV4 required' if iam else ''}; "
-          "Ctrl-C to stop)", file=sys.stderr)
+    signed = f", SigV4 for execute-api in {server.region} required" if iam else ""
+    print(f"serving POST {url}{chrf_core.EXECUTE_PATH} ({workers} workers{signed}; Ctrl-C to stop)", file=sys.stderr)
     example = json.dumps({"hypotheses": ["the cat sat"], "references": ["the cat sat down"]})
     print(f"try: curl -s {url}{chrf_core.EXECUTE_PATH} -d '{example}'", file=sys.stderr)
-    with contextlib.suppress(KeyboardInterrupt):
-        server.serve_forever()
-    server.server_close()
+    previous = signal.signal(signal.SIGTERM, _stop_on_sigterm)
+    try:
+        server.serve_forever()  # returns on Ctrl-C or SIGTERM
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not interrupt the workers' shutdown
+        server.server_close()
+        signal.signal(signal.SIGTERM, previous)
+    print("stopped", file=sys.stderr)
     return 0
-

@@ -37,7 +37,7 @@ def deployed():
     handlers = [local_lambda.load_handler(name, template) for name in ("ScoreBatchFunction", "MergeReportFunction")]
     api = local_lambda.load_handler("ChrfComponentsFunction", template)
     with aws_stand_ins.moto_pipeline(handlers, DEFINITION, "chrf-integration", api_handler=api) as stand_in:
-        server = make_server("127.0.0.1", 0, template, workers=2, iam=True)
+        server = make_server("127.0.0.1", 0, template, workers=2, iam=True, region="us-east-1")
         thread = threading.Thread(target=server.serve_forever, daemon=True)
         thread.start()
         url = f"http://127.0.0.1:{server.server_address[1]}/v1/tools/chrf-components/versions/1.0.0/execute"

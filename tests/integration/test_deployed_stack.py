@@ -67,9 +67,9 @@ def test_the_signature_verifies_on_the_receiving_side(deployed):
     credentials = botocore.session.get_session().get_credentials().get_frozen_credentials()
     body = b'{"hypotheses": ["x"], "references": ["y"]}'
     headers = sigv4.sign("POST", deployed["url"], body, credentials, "us-east-1", {"Content-Type": "application/json"})
-    sigv4.verify("POST", deployed["url"], headers, body, credentials)
+    sigv4.verify("POST", deployed["url"], headers, body, credentials, "us-east-1")
     with pytest.raises(sigv4.SignatureError, match="does not match"):
-        sigv4.verify("POST", deployed["url"], headers, body + b" ", credentials)
+        sigv4.verify("POST", deployed["url"], headers, body + b" ", credentials, "us-east-1")
 
 
 def test_plain_http_is_refused_for_anything_but_loopback(capsys, tmp_path):

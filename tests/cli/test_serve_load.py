@@ -1,0 +1,186 @@
+"""`chrf-components serve` under load, slow clients and signals: bounded loops on loopback only.
+
+Figures pinned here (and quoted in the README): 200 concurrent keep-alive clients x 5 requests with no reset and
+every answer right; 40 slowloris connections while 20 normal requests each succeed within 2 s; a keep-alive
+request within 2x the time of a request on a new connection; SIGTERM, SIGINT and a terminal's Ctrl-C stop the
+server and every worker within 5 s with no traceback.
+"""
+
+import http.client
+import json
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+from support import CONTRACT, ROOT
+
+from chrf_components_cli.server import make_server
+
+EXECUTE = CONTRACT["execute_url"]
+EXAMPLE = CONTRACT["examples"][0]
+BODY = json.dumps(EXAMPLE["input"])
+
+
+@pytest.fixture(scope="module")
+def running():
+    server = make_server("127.0.0.1", 0, ROOT / "template.yaml", workers=2)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+def post(connection):
+    connection.request("POST", EXECUTE, body=BODY, headers={"Content-Type": "application/json"})
+    response = connection.getresponse()
+    return response.status, json.loads(response.read())
+
+
+def test_200_concurrent_keep_alive_clients_get_every_answer_right_with_no_reset(running):
+    port = running.server_address[1]
+    start = threading.Barrier(200, timeout=30)
+    failures, answers = [], []
+
+    def client():
+        try:
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+            start.wait()
+            for _ in range(5):
+                answers.append(post(connection))
+            connection.close()
+        except Exception as error:  # a reset, a timeout, a broken barrier: all count
+            failures.append(repr(error))
+
+    threads = [threading.Thread(target=client) for _ in range(200)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    assert failures == []
+    assert len(answers) == 1000 and all(answer == (200, EXAMPLE["output"]) for answer in answers)
+
+
+def test_40_slowloris_connections_do_not_delay_20_normal_requests(running):
+    port = running.server_address[1]
+    stop = threading.Event()
+    slow = []
+    for _ in range(40):
+        connection = socket.create_connection(("127.0.0.1", port), timeout=10)
+        connection.sendall(f"POST {EXECUTE} HTTP/1.1\r\nHost: x\r\n".encode())
+        slow.append(connection)
+
+    def trickle():  # one more header line per connection every half second, until the test ends
+        for line in range(100):
+            if stop.wait(0.5):
+                return
+            for connection in slow:
+                connection.sendall(f"X-Slow-{line}: still coming\r\n".encode())
+
+    trickler = threading.Thread(target=trickle, daemon=True)
+    trickler.start()
+    try:
+        durations = []
+        for _ in range(20):
+            started = time.monotonic()
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+            assert post(connection) == (200, EXAMPLE["output"])
+            connection.close()
+            durations.append(time.monotonic() - started)
+        assert max(durations) < 2.0, durations
+    finally:
+        stop.set()
+        trickler.join(5)
+        for connection in slow:
+            connection.close()
+
+
+def test_a_keep_alive_request_takes_at_most_twice_a_new_connections_request(running):
+    port = running.server_address[1]
+    for _ in range(10):  # warm both workers
+        post(http.client.HTTPConnection("127.0.0.1", port, timeout=10))
+    fresh, kept = [], []
+    kept_connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    post(kept_connection)
+    for _ in range(40):  # interleaved, so both see the same machine
+        started = time.perf_counter()
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        post(connection)
+        connection.close()
+        fresh.append(time.perf_counter() - started)
+        started = time.perf_counter()
+        post(kept_connection)
+        kept.append(time.perf_counter() - started)
+    kept_connection.close()
+    assert statistics.median(kept) <= 2 * statistics.median(fresh), (statistics.median(kept), statistics.median(fresh))
+
+
+def children_of(pid):
+    """Every process descended from ``pid`` (read from /proc)."""
+    parents = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat", encoding="utf-8") as stat:
+                    parents[int(entry)] = int(stat.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+    found, frontier = set(), {pid}
+    while frontier:
+        frontier = {child for child, parent in parents.items() if parent in frontier} - found
+        found |= frontier
+    return found
+
+
+def alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGINT", "Ctrl-C to the process group"])
+def test_a_signal_stops_the_server_and_every_worker_within_5_seconds_without_a_traceback(how, tmp_path):
+    log = open(tmp_path / "stderr", "w+", encoding="utf-8")  # noqa: SIM115 (read after the process ends)
+    process = subprocess.Popen([sys.executable, "-m", "chrf_components_cli.main", "serve", "--port", "0",
+                                "--workers", "2"], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=log,
+                               start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        port = None
+        while port is None and time.monotonic() < deadline and process.poll() is None:
+            time.sleep(0.1)
+            log.seek(0)
+            for line in log.read().splitlines():
+                if line.startswith("serving POST http://127.0.0.1:"):
+                    port = int(line.split(":")[2].split("/")[0])
+        assert port, "the server did not start"
+        assert post(http.client.HTTPConnection("127.0.0.1", port, timeout=10)) == (200, EXAMPLE["output"])
+        descendants = children_of(process.pid)
+        assert len(descendants) >= 2  # the workers (and multiprocessing's resource tracker)
+        if how == "SIGTERM":
+            process.send_signal(signal.SIGTERM)
+        elif how == "SIGINT":
+            process.send_signal(signal.SIGINT)
+        else:
+            os.killpg(process.pid, signal.SIGINT)
+        process.wait(5)
+        deadline = time.monotonic() + 5
+        while any(alive(pid) for pid in descendants) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert [pid for pid in descendants if alive(pid)] == []
+        log.seek(0)
+        output = log.read()
+        assert "Traceback" not in output and "Error" not in output, output
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+        log.close()
