@@ -230,7 +230,7 @@ class LocalServer:
         server: Any = self.waitress
         while server._map:
             for channel in list(server._map.values()):
-                channel.handle_close()
+                channel.close()
         server.task_dispatcher.shutdown()
 
     def server_close(self) -> None:

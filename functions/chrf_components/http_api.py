@@ -69,20 +69,35 @@ def parse_body(event: dict[str, Any]) -> Any:
     return chrf_core.loads_request(body, source="body")
 
 
+def off_route(app: ApiGatewayResolver) -> Response[str] | None:
+    """404 unless the path is exactly the execute path, else 405 unless the method is exactly POST.
+
+    API Gateway compares both as strings (the method case-sensitively); Powertools' routing is looser (its rule
+    is a regular expression, the method is upper-cased, REST paths may end in slashes), so every answer is
+    checked here first."""
+    event = app.current_event
+    if event.path != chrf_core.EXECUTE_PATH:
+        message = f"no route; POST {chrf_core.EXECUTE_PATH}"
+        return Response(404, JSON, error_body("not_found", message, with_field=False))
+    if event.http_method != "POST":
+        message = f"{chrf_core.EXECUTE_PATH} accepts POST only"
+        return Response(405, JSON, error_body("method_not_allowed", message, with_field=False), {"Allow": "POST"})
+    return None
+
+
 def register(app: ApiGatewayResolver) -> None:
     """The one route, and the answers for everything else, on a resolver."""
 
     @app.post(chrf_core.EXECUTE_PATH)
     def execute() -> Response[str]:
-        return Response(200, JSON, json.dumps(score_request(parse_body(app.current_event.raw_event), "http")))
+        return off_route(app) or Response(
+            200, JSON, json.dumps(score_request(parse_body(app.current_event.raw_event), "http")))
 
     @app.not_found
     def not_found(_: Exception) -> Response[str]:
-        if app.current_event.path == chrf_core.EXECUTE_PATH:
-            message = f"{chrf_core.EXECUTE_PATH} accepts POST only"
-            return Response(405, JSON, error_body("method_not_allowed", message, with_field=False), {"Allow": "POST"})
-        message = f"no route; POST {chrf_core.EXECUTE_PATH}"
-        return Response(404, JSON, error_body("not_found", message, with_field=False))
+        answer = off_route(app)
+        assert answer is not None, "Powertools found no route for the execute path and POST"
+        return answer
 
     app.exception_handler(chrf_core.InvalidInputError)(invalid_input_response)
     app.exception_handler(Exception)(internal_error_response)

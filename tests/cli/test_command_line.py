@@ -247,6 +247,20 @@ def test_invoke_prints_exactly_what_the_handler_returns_for_an_event_file(capsys
         assert code == 0 and json.loads(out) == expected, name
 
 
+@pytest.mark.parametrize(("name", "change", "status"), [
+    ("http-v2-valid", {"rawPath": "/v1/tools/chrf-components/versions/1x0y0/execute"}, 404),
+    ("rest-v1-valid", {"path": "/v1/tools/chrf-components/versions/1.0.0/execute///"}, 404),
+    ("rest-v1-valid", {"httpMethod": "post"}, 405),
+])
+def test_invoke_routes_only_the_exact_path_and_method(capsys, monkeypatch, tmp_path, name, change, status):
+    monkeypatch.chdir(ROOT)
+    event = json.loads((ROOT / "events" / f"{name}.json").read_text(encoding="utf-8"))
+    event.update(change)
+    (tmp_path / "event.json").write_text(json.dumps(event), encoding="utf-8")
+    code, out, _ = run(capsys, "invoke", tmp_path / "event.json")
+    assert code == 0 and json.loads(out)["statusCode"] == status
+
+
 def test_invoke_names_the_templates_functions_when_asked_for_another(capsys, monkeypatch):
     monkeypatch.chdir(ROOT)
     code, out, err = run(capsys, "invoke", ROOT / "events" / "direct-invoke.json", "--function", "Nope")

@@ -86,6 +86,19 @@ def test_serve_answers_unknown_paths_with_404_and_other_methods_with_405(base_ur
     assert status == 405 and headers["Allow"] == "POST"
 
 
+@pytest.mark.parametrize(("method", "path", "status"), [
+    ("POST", EXECUTE.replace("1.0.0", "1x0y0"), 404),
+    ("POST", EXECUTE + "///", 404),
+    ("post", EXECUTE, 400),  # waitress refuses a method that is not upper case before anything is routed
+    ("PATCH", EXECUTE, 405),
+])
+def test_serve_routes_only_the_exact_path_and_method(running, method, path, status):
+    body = json.dumps({"hypotheses": ["a"], "references": ["a"]}).encode()
+    response = raw_exchange(running, f"{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+                                     f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+    assert status_of(response) == status
+
+
 def test_openapi_document_carries_the_contracts_schemas_unchanged():
     assert OPENAPI["openapi"].startswith("3.1")
     assert OPENAPI["components"]["schemas"]["Request"] == CONTRACT["input_schema"]
@@ -111,7 +124,7 @@ def post(length_header, body=b"", extra=b""):
 
 
 def status_of(response):
-    return int(response.split(b" ", 2)[1]) if response.startswith(b"HTTP/1.1 ") else None
+    return int(response.split(b" ", 2)[1]) if response.startswith((b"HTTP/1.1 ", b"HTTP/1.0 ")) else None
 
 
 @pytest.mark.parametrize("value", [b"abc", b"1e3", b"-1", b"+5", b" 5x", b"0x10"])

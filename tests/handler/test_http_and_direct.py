@@ -17,6 +17,7 @@ from validation_cases import RULE_CASES, message_matches
 
 from chrf_components_cli import local_lambda
 
+EXECUTE = chrf_core.EXECUTE_PATH
 OUTPUT_VALIDATOR = Draft202012Validator(CONTRACT["output_schema"])
 
 
@@ -124,6 +125,31 @@ def test_unknown_path_is_404_and_wrong_method_is_405_with_json_bodies(handler, m
     for method in ("GET", "PUT", "DELETE"):
         status, headers, body = call(handler, make_event(None, method=method))
         assert status == 405 and headers["Allow"] == "POST" and body["error"]["code"] == "method_not_allowed"
+
+
+NEAR_MISS_PATHS = [
+    EXECUTE.replace("1.0.0", "1x0y0"),  # the dots are characters, not wildcards
+    EXECUTE + "/",
+    EXECUTE + "///",
+    EXECUTE.upper(),
+    "/" + EXECUTE,
+    EXECUTE + "x",
+]
+
+
+@pytest.mark.parametrize("make_event", [http_v2_event, rest_v1_event])
+@pytest.mark.parametrize("path", NEAR_MISS_PATHS)
+def test_a_path_that_is_not_exactly_the_execute_path_is_404(handler, make_event, path):
+    status, _, body = call(handler, make_event(json.dumps({"hypotheses": ["a"], "references": ["a"]}), path=path))
+    assert status == 404 and body["error"]["code"] == "not_found"
+
+
+@pytest.mark.parametrize("make_event", [http_v2_event, rest_v1_event])
+@pytest.mark.parametrize("method", ["post", "Post", "POST ", "PATCH"])
+def test_a_method_that_is_not_exactly_post_is_405_as_api_gateway_compares_it(handler, make_event, method):
+    status, headers, body = call(handler, make_event(json.dumps({"hypotheses": ["a"], "references": ["a"]}),
+                                                     method=method))
+    assert status == 405 and headers["Allow"] == "POST" and body["error"]["code"] == "method_not_allowed"
 
 
 def test_unexpected_fault_is_a_500_without_internals_and_is_logged(handler, monkeypatch, captured_logs):
