@@ -10,7 +10,8 @@ Nothing is written unless every check passes:
 * anything else amiss fails with ``InconsistentResultsError`` naming the batch: a result file listed twice, a
   failed or pending result, a record that did not succeed or is malformed, line ranges with a gap or an overlap
   or not starting at line 1, fewer or more lines than the Map run read, a ``segment_count`` other than the
-  batch's number of lines, settings other than the execution's, or impossible per-order counts.
+  batch's number of lines, settings other than the execution's, or per-order counts that no batch's lines
+  could hold (more than one request's segments or text, or orders that do not fall as n-grams do).
 """
 
 from __future__ import annotations
@@ -87,7 +88,27 @@ def batch_result(source: str, output: Any, settings: chrf_core.Settings) -> Batc
         )
     if counts.settings != settings:
         raise InconsistentResultsError(f"{source} (lines {first}-{last}): scored with other settings than the run's")
+    too_much = beyond_one_request(counts)
+    if too_much:
+        raise InconsistentResultsError(f"{source} (lines {first}-{last}): {too_much}")
     return BatchResult(source, first, last, counts)
+
+
+def beyond_one_request(counts: chrf_core.Counts) -> str | None:
+    """Why a batch's counts cannot come from one contract request (what a batch is), if they cannot: more
+    segments than a request holds, or more unigrams on both sides than its texts have code points (a code
+    point is at least one UTF-8 byte, even lower-cased)."""
+    if counts.segment_count > chrf_core.MAX_SEGMENTS:
+        return f"{counts.segment_count} segments, more than a batch of at most {chrf_core.MAX_SEGMENTS}"
+    char_order = counts.settings.char_order
+    unigram_orders = ([("char", 0)] if char_order else []) + ([("word", char_order)] if counts.settings.word_order
+                                                              else [])
+    for kind, index in unigram_orders:
+        unigrams = counts.orders[index][0] + counts.orders[index][1]
+        if unigrams > chrf_core.MAX_TEXT_BYTES:
+            return (f"{unigrams} {kind} unigrams, more than the code points of a batch's texts "
+                    f"(at most {chrf_core.MAX_TEXT_BYTES} bytes)")
+    return None
 
 
 def merge_batches(

@@ -278,6 +278,32 @@ def test_the_merge_refuses_impossible_per_order_counts(s3, pipeline_handlers, or
 
 
 @pytest.mark.parametrize(
+    ("segment_count", "orders", "match"),
+    [
+        (1, [[10**40, 10**40, 0]] + [[10**40 - n, 10**40 - n, 0] for n in range(1, 6)],
+         r"20{40} char unigrams, more than the code points of a batch's texts"),
+        (1, [[9, 9, 0]] * 6, r"char 2: hypothesis n-grams do not fall from order 1 \(9\)"),
+        (1, [[13, 13, 0], [9, 12, 0], [8, 11, 0], [7, 10, 0], [6, 9, 0], [5, 8, 0]],
+         r"char 2: hypothesis n-grams fall by 4 from order 1, more than the 1 segments"),
+        (300, [[600, 600, 0], [300, 300, 0]] + [[0, 0, 0]] * 4, r"300 segments, more than a batch of at most 256"),
+    ],
+)
+def test_the_merge_refuses_counts_that_no_batch_could_have_produced(s3, pipeline_handlers, segment_count, orders,
+                                                                    match):
+    output = batch_output(1, PAIRS[:1])
+    output["counts"]["orders"], output["counts"]["segment_count"] = orders, segment_count
+    output["last_line"] = segment_count
+    inconsistent(s3, pipeline_handlers, write_results(s3, {"SUCCEEDED_0.json": [record(output)]}), match)
+
+
+def test_the_merge_refuses_more_word_tokens_than_characters(s3, pipeline_handlers):
+    output = batch_output(1, PAIRS[:1], {"word_order": 1, "char_order": 1})
+    output["counts"]["orders"] = [[9, 9, 0], [500, 2, 0]]
+    inconsistent(s3, pipeline_handlers, write_results(s3, {"SUCCEEDED_0.json": [record(output)]}),
+                 r"word 1: 500 hypothesis tokens from 9 characters")
+
+
+@pytest.mark.parametrize(
     ("content", "match"),
     [
         (b"not json", r"is not valid JSON"),

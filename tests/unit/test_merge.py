@@ -26,6 +26,7 @@ def test_merging_counts_of_random_chunks_equals_scoring_the_whole(request, data)
     ]
     merged = chrf_core.merge_counts(parts)
     assert merged == chrf_core.compute_counts(request)
+    assert [part.inconsistency() for part in parts] == [None] * len(parts)  # real counts are never refused
     assert chrf_core.build_report(merged) == chrf_core.score(request)
 
 
@@ -62,3 +63,34 @@ def test_merging_nothing_is_an_error():
 def test_malformed_stored_counts_are_rejected(data):
     with pytest.raises(ValueError, match="counts"):
         Counts.from_dict(data)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.text(max_size=30), st.text(max_size=30)), min_size=1, max_size=8),
+       st.integers(1, 10), st.integers(1, 4), st.booleans(), st.booleans())
+def test_counts_of_any_texts_pass_every_consistency_rule(pairs, char_order, word_order, whitespace, lowercase):
+    hypotheses = [h.replace("\ud800", "") for h, _ in pairs]
+    references = [r for _, r in pairs]
+    settings_ = Settings(char_order=char_order, word_order=word_order, include_whitespace=whitespace,
+                         lowercase=lowercase)
+    try:
+        counts = chrf_core.count_segments(hypotheses, references, settings_)
+    except UnicodeEncodeError:  # lone surrogates: the contract refuses them before counting
+        return
+    assert counts.inconsistency() is None
+
+
+ONE = Settings(char_order=3, word_order=1)
+
+
+@pytest.mark.parametrize(("segments", "orders", "problem"), [
+    (1, [(9, 9, 0), (9, 9, 0), (9, 9, 0), (3, 3, 0)], "char 2: hypothesis n-grams do not fall from order 1 (9)"),
+    (1, [(9, 9, 0), (4, 8, 0), (3, 7, 0), (3, 3, 0)], "char 2: hypothesis n-grams fall by 5 from order 1, more "
+                                                      "than the 1 segments"),
+    (3, [(9, 9, 0), (7, 8, 0), (4, 7, 0), (3, 3, 0)], "char 3: hypothesis n-grams fall by 3 from order 2, more "
+                                                      "than the drop to order 2 (2)"),
+    (1, [(9, 9, 0), (8, 8, 0), (7, 7, 0), (500, 3, 0)], "word 1: 500 hypothesis tokens from 9 characters"),
+    (2, [(9, 9, 0), (7, 7, 0), (5, 5, 0), (3, 9, 0)], None),
+])
+def test_counts_that_no_texts_give_are_named(segments, orders, problem):
+    assert Counts(ONE, segments, tuple(orders)).inconsistency() == problem

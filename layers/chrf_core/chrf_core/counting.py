@@ -109,8 +109,13 @@ class Counts(NamedTuple):
         return counts
 
     def inconsistency(self) -> str | None:
-        """What makes these counts impossible, if anything: more matches than n-grams on a side, or more
-        n-grams of order n+1 than of order n (each n+1-gram extends an n-gram)."""
+        """What makes these counts impossible for any texts, if anything (None when some texts give them).
+
+        A segment of L units (code points or word tokens) has max(0, L - n + 1) n-grams of order n, so from one
+        order to the next a side's total falls by the number of segments with at least n - 1 units: by at most
+        the segments, by at least one while any n-gram is left, and never by more than at the order before.
+        Matches never exceed either side's n-grams nor the matches of the order before, and a side's word
+        tokens never exceed its characters (a token is at least one code point that is not whitespace)."""
         labels = order_labels(self.settings.char_order, self.settings.word_order)
         for (kind, n), (hypothesis, reference, matching) in zip(labels, self.orders):
             if matching > min(hypothesis, reference):
@@ -119,6 +124,29 @@ class Counts(NamedTuple):
             (kind, n), (previous_kind, _) = labels[index], labels[index - 1]
             if kind == previous_kind and any(self.orders[index][k] > self.orders[index - 1][k] for k in range(3)):
                 return f"{kind} {n}: more n-grams or matches than order {n - 1}"
+        char_order = self.settings.char_order
+        for kind, orders in (("char", self.orders[:char_order]), ("word", self.orders[char_order:])):
+            for side, name in ((0, "hypothesis"), (1, "reference")):
+                problem = self._impossible_drop(kind, name, [order[side] for order in orders])
+                if problem:
+                    return problem
+        if char_order and self.settings.word_order:
+            for side, name in ((0, "hypothesis"), (1, "reference")):
+                words, characters = self.orders[char_order][side], self.orders[0][side]
+                if words > characters:
+                    return f"word 1: {words} {name} tokens from {characters} characters"
+        return None
+
+    def _impossible_drop(self, kind: str, side: str, totals: list[int]) -> str | None:
+        largest = self.segment_count
+        for n in range(2, len(totals) + 1):
+            drop = totals[n - 2] - totals[n - 1]
+            if drop > largest:
+                bound = f"the {largest} segments" if n == 2 else f"the drop to order {n - 1} ({largest})"
+                return f"{kind} {n}: {side} n-grams fall by {drop} from order {n - 1}, more than {bound}"
+            if drop == 0 and totals[n - 2] > 0:
+                return f"{kind} {n}: {side} n-grams do not fall from order {n - 1} ({totals[n - 2]})"
+            largest = drop
         return None
 
 
