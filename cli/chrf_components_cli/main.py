@@ -209,6 +209,8 @@ def read_bounded(name: str, limit: int) -> bytes:
     """A file or standard input, refused if larger than ``limit`` bytes (read no further than that)."""
     try:
         if name == "-":
+            if sys.stdin is None:
+                raise CommandError("-: standard input is closed")
             data = sys.stdin.buffer.read(limit + 1)
         else:
             with open(name, "rb") as file:

@@ -110,14 +110,18 @@ def test_score_shows_progress_only_on_a_terminal(capsys, tmp_path, monkeypatch):
     assert corpus_module.progress_printer([], stream=io.StringIO()) is None
 
 
-def test_score_accepts_a_line_longer_than_a_request_may_be(capsys, tmp_path):
-    hyp = write(tmp_path / "h", "a\n" + "xy " * 40000 + "\n")
-    ref = write(tmp_path / "r", "a\n" + "xy " * 39000 + "\n")
+def test_score_accepts_a_line_as_long_as_a_whole_request_and_refuses_a_longer_one_naming_it(capsys, tmp_path):
+    longest = "xy " * 21845 + "z"  # 65536 bytes
+    hyp = write(tmp_path / "h", "a\n" + longest + "\n")
+    ref = write(tmp_path / "r", "a\n" + "xy " * 20000 + "\n")
     code, out, err = run(capsys, "score", hyp, ref, "--json")
     assert code == 0, err
-    request_like = ["a", "xy " * 40000], ["a", "xy " * 39000]
-    expected = chrf_core.count_segments(*request_like, chrf_core.Settings())
+    expected = chrf_core.count_segments(["a", longest], ["a", ("xy " * 20000).rstrip()], chrf_core.Settings())
     assert json.loads(out) == chrf_core.build_report(expected)
+    write(tmp_path / "h", "a\n" + longest + "zz\nb\n")
+    code, out, err = run(capsys, "score", hyp, ref)
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert f"HYP_FILE {hyp}: line 2 is longer than 65536 bytes (the contract's whole request)" in err
 
 
 def test_score_reads_standard_input_for_dash(monkeypatch, capsys):
@@ -127,11 +131,11 @@ def test_score_reads_standard_input_for_dash(monkeypatch, capsys):
     assert json.loads(out) == chrf_core.score({"hypotheses": lines(HYP_EN), "references": lines(REF_EN)})
 
 
-def test_score_keeps_unicode_line_separators_inside_lines_and_accepts_crlf_and_a_bom(capsys, tmp_path):
-    (tmp_path / "h").write_bytes("\ufeffa\u2028b\r\nc\x85d\r\n".encode())
+def test_score_reads_lines_as_sacrebleu_does_separators_kept_trailing_whitespace_stripped_bom_kept(capsys, tmp_path):
+    (tmp_path / "h").write_bytes("\ufeffa\u2028b\r\nc\x85d \t\u3000\r\n".encode())
     (tmp_path / "r").write_bytes(b"a b\nc d\n")
     code, out, _ = run(capsys, "score", tmp_path / "h", tmp_path / "r", "--json")
-    assert code == 0 and json.loads(out) == chrf_core.score({"hypotheses": ["a\u2028b", "c\x85d"],
+    assert code == 0 and json.loads(out) == chrf_core.score({"hypotheses": ["\ufeffa\u2028b", "c\x85d"],
                                                               "references": ["a b", "c d"]})
 
 

@@ -42,7 +42,7 @@ def flags(request_settings):
     return out + (["--include-whitespace"] if request_settings["include_whitespace"] else [])
 
 
-LINE_TEXT = SEGMENT_TEXT.map(lambda text: text.replace("\n", " ").replace("\r", " ").lstrip("\ufeff"))
+LINE_TEXT = SEGMENT_TEXT.map(lambda text: text.replace("\n", " ").replace("\r", " ").rstrip())
 
 
 def segments_output(argv):
