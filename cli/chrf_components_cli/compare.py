@@ -7,8 +7,9 @@
   random; the p-value is the share of shuffles whose |difference| reaches the observed one ((c + 1) / (n + 1)).
 
 Every resampled score comes from the resample's summed per-segment counts (a corpus score, not an average of
-segment scores), computed for all resamples at once with NumPy. With the same seed (default 12345, as
-sacreBLEU) the same numbers come out; sacreBLEU draws its resamples the same way.
+segment scores), computed a block of resamples at a time with NumPy, so memory stays near that of the counts
+themselves (int32, one row per segment). The draws are sacreBLEU 2.6's, value for value: with the same seed
+(default 12345, as sacreBLEU) the resamples and shuffles are the same and so are the p-values, ties aside.
 """
 
 from __future__ import annotations
@@ -24,15 +25,17 @@ DEFAULT_SEED = 12345
 
 
 class SystemResult(TypedDict):
-    """One system in a comparison: its exact corpus score, 95% interval, and (not for the baseline) the
-    difference from the baseline and its p-value."""
+    """One system in a comparison: its corpus score (the exact score rounded to six decimals), 95% interval,
+    and (not for the baseline) the difference from the baseline and its p-value: every number a float."""
 
     name: str
-    score: str
+    score: float
     ci: list[float]
     delta: float | None
     p_value: float | None
-BLOCK_ELEMENTS = 1 << 22  # resample indices drawn per block, to bound memory on large test sets
+BLOCK_ELEMENTS = 1 << 21  # resample cells drawn at a time (a multiple of 32: see _swap_rows)
+
+Blocks = list[np.ndarray]  # a system's per-segment counts: int32 blocks of rows, in line order, never joined
 
 
 def corpus_scores(settings: chrf_core.Settings, stats: np.ndarray) -> np.ndarray:
@@ -55,46 +58,72 @@ def corpus_scores(settings: chrf_core.Settings, stats: np.ndarray) -> np.ndarray
     return result
 
 
-def _blocks(samples: int, segments: int) -> Iterator[int]:
-    per_block = max(1, BLOCK_ELEMENTS // max(segments, 1))
-    done = 0
-    while done < samples:
-        size = min(per_block, samples - done)
-        yield size
-        done += size
+def weighted_totals(weights: np.ndarray, blocks: Blocks) -> np.ndarray:
+    """``weights @ counts`` exactly (float64 holds every total), the counts converted a block at a time, so
+    memory stays near that of the compact counts themselves."""
+    totals = np.zeros((weights.shape[0], blocks[0].shape[1]))
+    start = 0
+    for block in blocks:
+        end = start + block.shape[0]
+        totals += weights[:, start:end].astype(np.float64) @ block.astype(np.float64)
+        start = end
+    return totals
 
 
-def bootstrap_scores(settings: chrf_core.Settings, systems: list[np.ndarray], samples: int,
+def bootstrap_scores(settings: chrf_core.Settings, systems: list[Blocks], samples: int,
                      seed: int) -> list[np.ndarray]:
-    """Each system's scores on the same ``samples`` bootstrap resamples of its segments (rows of counts)."""
-    segments = systems[0].shape[0]
+    """Each system's scores on the same ``samples`` bootstrap resamples of its segments.
+
+    The resamples are sacreBLEU's: ``default_rng(seed).choice(segments, size=(samples, segments))``, drawn a block
+    of rows at a time (bounded integers continue one stream across calls)."""
+    segments = sum(block.shape[0] for block in systems[0])
     rng = np.random.default_rng(seed)
     scores: list[list[np.ndarray]] = [[] for _ in systems]
-    matrices = [system.astype(np.float64) for system in systems]
-    for size in _blocks(samples, segments):
+    rows_per_block = max(1, BLOCK_ELEMENTS // segments)
+    for done in range(0, samples, rows_per_block):
+        size = min(rows_per_block, samples - done)
         indices = rng.choice(segments, size=(size, segments), replace=True)
-        offsets = (np.arange(size) * segments)[:, None]
-        weights = np.bincount((indices + offsets).ravel(), minlength=size * segments).reshape(size, segments)
-        weights = weights.astype(np.float64)
-        for k, matrix in enumerate(matrices):
-            scores[k].append(corpus_scores(settings, weights @ matrix))
+        weights = np.stack([np.bincount(row, minlength=segments) for row in indices])
+        del indices
+        for k, blocks in enumerate(systems):
+            scores[k].append(corpus_scores(settings, weighted_totals(weights, blocks)))
     return [np.concatenate(parts) for parts in scores]
 
 
-def randomization_differences(settings: chrf_core.Settings, baseline: np.ndarray, system: np.ndarray,
-                              trials: int, seed: int) -> np.ndarray:
-    """|score(A) - score(B)| over ``trials`` shuffles that swap the two systems' outputs per segment."""
-    segments = baseline.shape[0]
+def _swap_rows(seed: int, trials: int, segments: int) -> Iterator[np.ndarray]:
+    """The rows of sacreBLEU's ``default_rng(seed).integers(2, size=(trials, segments), dtype=bool)``, a block
+    at a time. NumPy draws booleans 32 to a 32-bit word and starts a fresh word at every call, so the stream
+    continues exactly only when each call draws a multiple of 32: the flat stream is drawn in such pieces and
+    cut into rows, the part of a row left over carried to the next piece."""
     rng = np.random.default_rng(seed)
-    base, other = baseline.astype(np.float64), system.astype(np.float64)
+    left = trials * segments
+    carry = np.zeros(0, dtype=bool)
+    while left:
+        piece = min(BLOCK_ELEMENTS, left)
+        bits = np.concatenate([carry, rng.integers(2, size=piece, dtype=bool)])
+        left -= piece
+        whole = len(bits) // segments * segments
+        if whole:
+            yield bits[:whole].reshape(-1, segments)
+        carry = bits[whole:]
+
+
+def totals(blocks: Blocks) -> np.ndarray:
+    """A system's summed counts (int64)."""
+    return np.asarray(np.sum([block.sum(axis=0, dtype=np.int64) for block in blocks], axis=0, dtype=np.int64))
+
+
+def randomization_differences(settings: chrf_core.Settings, baseline: Blocks, system: Blocks,
+                              trials: int, seed: int) -> np.ndarray:
+    """|score(A) - score(B)| over ``trials`` shuffles that swap the two systems' outputs per segment, with
+    sacreBLEU's draws (``--paired-ar``): A takes the baseline's segment where the draw is true."""
+    segments = sum(block.shape[0] for block in baseline)
+    base_total, system_total = totals(baseline).astype(np.float64), totals(system).astype(np.float64)
+    difference = [np.subtract(b, s, dtype=np.int32) for b, s in zip(baseline, system)]
     out = []
-    for size in _blocks(trials, segments):
-        swap = rng.integers(2, size=(size, segments), dtype=bool)
-        keep = (~swap).astype(np.float64)
-        swapped = swap.astype(np.float64)
-        shuffled_a = swapped @ base + keep @ other
-        shuffled_b = keep @ base + swapped @ other
-        out.append(np.abs(corpus_scores(settings, shuffled_a) - corpus_scores(settings, shuffled_b)))
+    for swap in _swap_rows(seed, trials, segments):
+        moved = weighted_totals(swap, difference)  # what taking the baseline's segments moves, per trial
+        out.append(np.abs(corpus_scores(settings, system_total + moved) - corpus_scores(settings, base_total - moved)))
     return np.concatenate(out)
 
 
@@ -115,21 +144,22 @@ def interval(scores: np.ndarray) -> tuple[float, float]:
     return float(ordered[lower]), float(ordered[len(ordered) - lower - 1])
 
 
-def compare(settings: chrf_core.Settings, names: list[str], rows: list[np.ndarray], bootstrap: int,
+def compare(settings: chrf_core.Settings, names: list[str], rows: list[Blocks], bootstrap: int,
             randomization: int, seed: int) -> tuple[list[dict[str, Any]], list[SystemResult]]:
     """Reports (exact corpus scores) and results (score, interval, delta, p-value) of each system, the baseline
-    first. ``rows`` are per-segment count rows, one (segments, 3 * orders) array per system."""
+    first. ``rows`` are per-segment count rows, (segments, 3 * orders) int32 blocks, one list per system."""
     reports = []
-    for matrix in rows:
-        totals = matrix.sum(axis=0)
-        orders = tuple((int(totals[k]), int(totals[k + 1]), int(totals[k + 2])) for k in range(0, len(totals), 3))
-        reports.append(chrf_core.build_report(chrf_core.Counts(settings, int(matrix.shape[0]), orders)))
+    for blocks in rows:
+        summed = totals(blocks)
+        orders = tuple((int(summed[k]), int(summed[k + 1]), int(summed[k + 2])) for k in range(0, len(summed), 3))
+        segments = sum(block.shape[0] for block in blocks)
+        reports.append(chrf_core.build_report(chrf_core.Counts(settings, segments, orders)))
     exact = [float(Fraction(report["score_fraction"])) for report in reports]
     resampled = bootstrap_scores(settings, rows, bootstrap, seed)
     results: list[SystemResult] = []
     for index, (name, report) in enumerate(zip(names, reports)):
         low, high = interval(resampled[index])
-        result: SystemResult = {"name": name, "score": report["score"], "ci": [round(low, 6), round(high, 6)],
+        result: SystemResult = {"name": name, "score": float(report["score"]), "ci": [round(low, 6), round(high, 6)],
                                 "delta": None, "p_value": None}
         if index:
             observed = abs(exact[index] - exact[0])

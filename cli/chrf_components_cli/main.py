@@ -172,12 +172,11 @@ def command_compare(args: argparse.Namespace) -> int:
             references = chunk[-1]
             for index, hypotheses in enumerate(chunk[:-1]):
                 rows = chrf_core.segment_rows(hypotheses, references, settings)
-                parts[index].append(np.frombuffer(rows, dtype=np.int64).reshape(-1, width).copy())
+                parts[index].append(np.frombuffer(rows, dtype=np.int64).reshape(-1, width).astype(np.int32))
     finally:
         for file in files:
             file.close()
-    matrices = [np.concatenate(part) for part in parts]
-    reports, systems = compare.compare(settings, names, matrices, args.bootstrap, args.randomization, args.seed)
+    reports, systems = compare.compare(settings, names, parts, args.bootstrap, args.randomization, args.seed)
     sig = render.signature(reports[0])
     result = {"baseline": names[0], "signature": sig, "systems": systems}
     method = (f"paired approximate randomization, {args.randomization} trials" if args.randomization
@@ -199,7 +198,7 @@ def command_compare(args: argparse.Namespace) -> int:
         delta = "" if system["p_value"] is None else f"{system['delta']:+9.4f}"
         p_text = "" if system["p_value"] is None else f"{system['p_value']:8.4f}"
         mark = " *" if system["p_value"] is not None and system["p_value"] < 0.05 else ""
-        print(f"  {system['name']:<{name_width}}  {system['score']:>10}  [{low:7.3f}, {high:7.3f}]  {delta:>9}"
+        print(f"  {system['name']:<{name_width}}  {system['score']:>10.6f}  [{low:7.3f}, {high:7.3f}]  {delta:>9}"
               f"  {p_text:>8}{mark}")
     print("\n  * p < 0.05: unlikely to be a chance difference from the baseline")
     return 0

@@ -337,8 +337,8 @@ def interval_chart(systems: Sequence[dict[str, Any]]) -> str:
     names = [_clip(system["name"], 28) for system in systems]
     left = 16 + max(text_width(name) for name in names)
     plot_width, row, top = 420, 30, 30
-    low: float = min(min(s["ci"][0], float(s["score"])) for s in systems)
-    high: float = max(max(s["ci"][1], float(s["score"])) for s in systems)
+    low: float = min(min(s["ci"][0], s["score"]) for s in systems)
+    high: float = max(max(s["ci"][1], s["score"]) for s in systems)
     span = max(high - low, 1.0)
     low, high = low - 0.08 * span, high + 0.08 * span
     svg = Svg(left + plot_width + 70, top + row * len(systems) + 16, "scores with 95% confidence intervals")
@@ -353,8 +353,8 @@ def interval_chart(systems: Sequence[dict[str, Any]]) -> str:
         y = top + index * row + 8
         svg.text(left - 8, y + 4, name, anchor="end")
         svg.line(at(system["ci"][0]), y, at(system["ci"][1]), y, "#3b6fc4", 3)
-        svg.circle(at(float(system["score"])), y, 5, "#d9822b" if index else "#222")
-        svg.text(left + plot_width + 8, y + 4, system["score"][:6])
+        svg.circle(at(system["score"]), y, 5, "#d9822b" if index else "#222")
+        svg.text(left + plot_width + 8, y + 4, f"{system['score']:.3f}")
     return svg.render()
 
 
@@ -471,7 +471,7 @@ def compare_page(result: dict[str, Any], reference_name: str, reports: Sequence[
         p_value = "–" if system["p_value"] is None else f"{system['p_value']:.4f}"
         klass = ' class="significant"' if system["p_value"] is not None and system["p_value"] < 0.05 else ""
         mark = " *" if klass else ""
-        rows.append(f"<tr{klass}><td>{html.escape(system['name'])}</td><td>{system['score']}</td>"
+        rows.append(f"<tr{klass}><td>{html.escape(system['name'])}</td><td>{system['score']:.6f}</td>"
                     f"<td>{system['ci'][0]:.4f} – {system['ci'][1]:.4f}</td><td>{delta}</td>"
                     f"<td>{p_value}{mark}</td></tr>")
     labels = [f"{o['type']} {o['n']}" for o in reports[0]["orders"]]

@@ -1,7 +1,12 @@
 """What a researcher does after scoring: segment scores, the worst segments, comparing systems, the HTML report."""
 
 import json
+import os
 import random
+import re
+import shutil
+import subprocess
+import sys
 import xml.etree.ElementTree as ElementTree
 from fractions import Fraction
 from html.parser import HTMLParser
@@ -160,9 +165,12 @@ def test_compare_scores_are_the_corpus_scores_and_its_p_values_separate_clear_ca
     names = [system["name"] for system in result["systems"]]
     assert names == [str(files["base"]), str(files["worse"]), str(files["copy"])]
     for system, key in zip(result["systems"], ("base", "worse", "copy")):
-        assert system["score"] == _corpus_score(texts[key], texts["ref"])
+        assert system["score"] == float(_corpus_score(texts[key], texts["ref"]))
         low, high = system["ci"]
-        assert low <= float(system["score"]) <= high
+        assert low <= system["score"] <= high
+    assert {type(value) for system in result["systems"] for key, value in system.items()
+            if key != "name" and value is not None} == {float, list}
+    assert all(type(bound) is float for system in result["systems"] for bound in system["ci"])
     base, worse, copy = result["systems"]
     assert base["p_value"] is None and base["delta"] is None
     assert worse["p_value"] < 0.05 and worse["delta"] < -5
@@ -198,10 +206,74 @@ def test_compare_p_values_agree_with_sacrebleus_paired_bootstrap_and_randomizati
         theirs = next(value for key, value in results.items() if key != "System")
         for our, their in zip(ours[1:], theirs[1:]):
             assert our["p_value"] == pytest.approx(their.p_value, abs=0.03), (method, our, their)
-            assert float(our["score"]) == pytest.approx(their.score, abs=1e-4)
+            assert our["score"] == pytest.approx(their.score, abs=1e-4)
         if method == "bs":
             for our, their in zip(ours, theirs):  # sacreBLEU reports mean +- half the same percentile interval
                 assert (our["ci"][1] - our["ci"][0]) / 2 == pytest.approx(their.ci, abs=0.02)
+
+
+def sacrebleu_paired(files, systems_, flag, samples):
+    """sacreBLEU 2.6's own command line: its p-values for each system after the baseline, as it prints them."""
+    sacrebleu = shutil.which("sacrebleu", path=os.path.dirname(sys.executable))
+    assert sacrebleu, "sacreBLEU is a test dependency (requirements-dev.txt)"
+    result = subprocess.run([sacrebleu, files["ref"], "-i", *(files[name] for name in systems_), "-m", "chrf",
+                             flag, f"{flag}-n", str(samples), "-f", "text"],
+                            capture_output=True, text=True, timeout=600, check=True, env={**os.environ,
+                                                                                          "SACREBLEU_SEED": "12345"})
+    values = re.findall(r"\(p = ([0-9.]+)\)", result.stdout)
+    assert len(values) == len(systems_) - 1, result.stdout
+    return values
+
+
+def close_systems(tmp_path):
+    """Real MT output of 3,004 segments with 2% of its words dropped, four times at random: systems so alike that
+    their p-values fall anywhere between 0 and 1, where any different draw would show."""
+    files, texts = systems(tmp_path, 3004)
+    for seed in range(1, 5):
+        rng = random.Random(seed)
+        files[f"close{seed}"] = write_lines(tmp_path / f"close{seed}.txt", [
+            " ".join([word for word in line.split() if rng.random() > 0.02] or line.split()[:1])
+            for line in texts["base"]])
+    return files, ["close1", "close2", "close3", "close4"]
+
+
+@pytest.mark.parametrize("trials", [1396, 1397, 10000])
+def test_compare_randomization_gives_sacrebleus_paired_ar_p_values_to_every_printed_digit(capsys, tmp_path,
+                                                                                         trials):
+    files, names = close_systems(tmp_path)
+    theirs = sacrebleu_paired(files, names, "--paired-ar", trials)
+    code, out, err = run(capsys, "compare", *(files[name] for name in ["ref", *names]), "--json",
+                         "--randomization", str(trials))
+    assert code == 0, err
+    ours = [f"{system['p_value']:.4f}" for system in json.loads(out)["systems"][1:]]
+    assert ours == theirs and len(set(theirs)) == len(theirs)
+
+
+def test_compare_bootstrap_gives_sacrebleus_paired_bs_p_values_to_every_printed_digit(capsys, tmp_path):
+    files, names = close_systems(tmp_path)
+    theirs = sacrebleu_paired(files, names, "--paired-bs", 1000)
+    code, out, err = run(capsys, "compare", *(files[name] for name in ["ref", *names]), "--json")
+    assert code == 0, err
+    assert [f"{system['p_value']:.4f}" for system in json.loads(out)["systems"][1:]] == theirs
+
+
+def test_compare_holds_compact_counts_so_200k_segments_of_two_systems_stay_under_200_mb(tmp_path):
+    _, texts = systems(tmp_path, 40)
+    rng = random.Random(5)
+    picks = [rng.randrange(40) for _ in range(200_000)]
+    for name in ("ref", "base", "slightly"):
+        write_lines(tmp_path / f"{name}.big", [texts[name][i] for i in picks])
+    # VmHWM: this program's own peak (ru_maxrss would also hold the forking test process's size)
+    measure = ("import sys\nfrom chrf_components_cli.main import main\ncode = main(sys.argv[1:])\n"
+               "print(open('/proc/self/status').read().split('VmHWM:')[1].split()[0], file=sys.stderr)\n"
+               "sys.exit(code)")
+    result = subprocess.run([sys.executable, "-c", measure, "compare", *(tmp_path / f"{name}.big" for name in
+                                                                         ("ref", "base", "slightly")),
+                             "--bootstrap", "100", "--json"], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    peak_mb = int(result.stderr.split()[-1]) / 1024
+    # 72 bytes a segment and system (~140 MB in all here); joined int64 rows and float64 copies took 340 MB
+    assert peak_mb < 200, peak_mb
 
 
 def test_compare_prints_a_table_with_intervals_deltas_and_marks(capsys, tmp_path):
