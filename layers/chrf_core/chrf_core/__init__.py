@@ -29,7 +29,6 @@ from .contract import (
 )
 from .counting import KERNEL, KERNEL_ERROR, KERNELS, Counts, count_segments, merge_counts, order_labels, segment_rows
 from .errors import InvalidInputError, shown
-from .python_kernel import words
 from .report import build_report, exact_score, fraction_text, score_text
 from .request import (
     ValidRequest,
@@ -40,6 +39,7 @@ from .request import (
     unknown_key_error,
     utf8_size,
 )
+from .tokens import words
 
 __all__ = [
     "AVERAGINGS",
