@@ -241,13 +241,9 @@ def command_request(args: argparse.Namespace) -> int:
             return EXIT_INVALID if payload.get("errorType") == "InvalidInputError" else EXIT_REMOTE
         return 0
     try:
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as error:
-            raise chrf_core.InvalidInputError(None, f"not UTF-8 (byte {error.start})") from None
-        output = chrf_core.score(chrf_core.loads_request(text, source="request"))
+        output = chrf_core.score(chrf_core.decode_request(raw, source="request"))
     except chrf_core.InvalidInputError as error:
-        print(json.dumps({"error": error.to_dict()}, ensure_ascii=False))
+        print(error.envelope())
         return EXIT_INVALID
     print(json.dumps(output))
     return 0

@@ -127,8 +127,8 @@ def write_jsonl(files: list[LineFile], target: Any) -> int:
             size = chrf_core.utf8_size(hypothesis) + chrf_core.utf8_size(reference)
             if size > chrf_core.MAX_TEXT_BYTES:
                 raise RemoteError(f"line {segments}: its texts take {size} UTF-8 bytes, more than the "
-                                  f"{chrf_core.MAX_TEXT_BYTES} a pipeline batch allows (`score` has no limit)")
-            line = json.dumps({"hypothesis": hypothesis, "reference": reference}, ensure_ascii=False)
+                                  f"{chrf_core.MAX_TEXT_BYTES} a pipeline batch allows")
+            line = json.dumps(dict(zip(chrf_core.ITEM_KEYS, (hypothesis, reference))), ensure_ascii=False)
             target.write(line.encode("utf-8") + b"\n")
     return segments
 

@@ -37,14 +37,8 @@ class BatchResult(NamedTuple):
 
 
 def execution_settings(event: dict[str, Any]) -> chrf_core.Settings:
-    settings = event.get("settings", {})
-    if not isinstance(settings, dict):
-        raise InvalidInputError("settings", "must be an object of scoring settings")
-    for key in settings:
-        if key not in chrf_core.SETTING_KEYS:
-            raise InvalidInputError.of(chrf_core.unknown_key_error(key, chrf_core.SETTING_KEYS, subject="settings"))
     try:
-        return chrf_core.parse_settings(settings)
+        return chrf_core.parse_strict_settings(event.get("settings", {}))
     except chrf_core.InvalidInputError as error:
         raise InvalidInputError.of(error) from None
 

@@ -17,8 +17,6 @@ import chrf_core
 from observability import count, loggable, logger, metrics, traced, use_correlation_id
 from service import InvalidInputError
 
-ITEM_KEYS = ("hypothesis", "reference")
-
 
 class MalformedBatchError(Exception):
     """The Map state handed over something that is not an ItemBatcher batch (a definition fault, not input)."""
@@ -35,25 +33,21 @@ def read_batch(event: Any) -> tuple[chrf_core.Settings, list[int], list[str], li
     if lines != list(range(lines[0], lines[0] + len(lines))):
         raise MalformedBatchError("a batch must hold consecutive lines")
     batch_input = event.get("BatchInput")
-    settings_request = batch_input.get("settings", {}) if isinstance(batch_input, dict) else None
-    if not isinstance(settings_request, dict):
-        raise chrf_core.InvalidInputError("settings", "must be an object of scoring settings")
-    for key in settings_request:
-        if key not in chrf_core.SETTING_KEYS:
-            raise chrf_core.unknown_key_error(key, chrf_core.SETTING_KEYS, subject="settings")
-    settings = chrf_core.parse_settings(settings_request)
+    settings = chrf_core.parse_strict_settings(batch_input.get("settings", {}) if isinstance(batch_input, dict)
+                                               else None)
     hypotheses, references = [], []
     for index, (entry, line) in enumerate(zip(entries, lines)):
         item = entry.get("item")
-        if not isinstance(item, dict) or set(item) != set(ITEM_KEYS):
+        if not isinstance(item, dict) or set(item) != set(chrf_core.ITEM_KEYS):
             raise chrf_core.InvalidInputError(
                 None, "must be a JSON object with exactly the keys hypothesis and reference", line=line
             )
-        for key, contract_key in zip(ITEM_KEYS, chrf_core.TEXT_KEYS):
+        for key, contract_key in zip(chrf_core.ITEM_KEYS, chrf_core.TEXT_KEYS):
             if not isinstance(item[key], str):
                 raise chrf_core.InvalidInputError(contract_key, "must be a string", index=index, line=line)
-        hypotheses.append(item["hypothesis"])
-        references.append(item["reference"])
+        hypothesis, reference = (item[key] for key in chrf_core.ITEM_KEYS)
+        hypotheses.append(hypothesis)
+        references.append(reference)
     return settings, lines, hypotheses, references
 
 

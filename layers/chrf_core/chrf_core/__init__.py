@@ -18,6 +18,7 @@ from .contract import (
     AVERAGINGS,
     DEFAULTS,
     EXECUTE_PATH,
+    ITEM_KEYS,
     MAX_SEGMENTS,
     MAX_TEXT_BYTES,
     REQUEST_KEYS,
@@ -28,14 +29,16 @@ from .contract import (
     Settings,
 )
 from .counting import KERNEL, KERNEL_ERROR, KERNELS, Counts, count_segments, merge_counts, order_labels, segment_rows
-from .errors import InvalidInputError, shown
+from .errors import InvalidInputError, error_envelope, shown
 from .report import build_report, exact_score, fraction_text, score_text
 from .request import (
     ValidRequest,
+    decode_request,
     loads_request,
     make_request,
     parse_request,
     parse_settings,
+    parse_strict_settings,
     unknown_key_error,
     utf8_size,
 )
@@ -45,6 +48,7 @@ __all__ = [
     "AVERAGINGS",
     "DEFAULTS",
     "EXECUTE_PATH",
+    "ITEM_KEYS",
     "KERNEL",
     "KERNELS",
     "KERNEL_ERROR",
@@ -62,6 +66,8 @@ __all__ = [
     "build_report",
     "compute_counts",
     "count_segments",
+    "decode_request",
+    "error_envelope",
     "exact_score",
     "fraction_text",
     "loads_request",
@@ -70,6 +76,7 @@ __all__ = [
     "order_labels",
     "parse_request",
     "parse_settings",
+    "parse_strict_settings",
     "score",
     "score_text",
     "segment_rows",

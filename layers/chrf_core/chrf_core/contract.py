@@ -16,7 +16,8 @@ MAX_SEGMENTS = 256
 MAX_TEXT_BYTES = 65536
 
 TEXT_KEYS = ("hypotheses", "references")
-TEXT_SIDES = {"hypotheses": "hypothesis", "references": "reference"}  # contract key -> one segment's side
+ITEM_KEYS = ("hypothesis", "reference")  # one segment's sides: a corpus line's keys (JSON Lines)
+TEXT_SIDES = dict(zip(TEXT_KEYS, ITEM_KEYS))  # contract key -> one segment's side
 AVERAGINGS = ("precision_recall", "per_order_f")
 INTEGER_RANGES = {"char_order": (0, 10), "word_order": (0, 4), "beta": (1, 16)}
 BOOLEAN_KEYS = ("lowercase", "include_whitespace")

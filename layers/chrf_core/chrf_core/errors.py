@@ -8,6 +8,7 @@ encodable as UTF-8.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -68,8 +69,18 @@ class InvalidInputError(ValueError):
                                  caller_key=self.caller_key)
 
     def to_dict(self) -> dict[str, Any]:
-        """The error envelope's body (``{"code", "field", "message"}``, plus ``line`` for a corpus line)."""
+        """The error's body (``{"code", "field", "message"}``, plus ``line`` for a corpus line): what a direct
+        caller reads from ``errorMessage``, and the ``error`` of the HTTP envelope (:meth:`envelope`)."""
         body: dict[str, Any] = {"code": "invalid_input", "field": self.field, "message": self.message}
         if self.line is not None:
             body["line"] = self.line
         return body
+
+    def envelope(self) -> str:
+        """The HTTP 400 body, ``{"error": {...}}``, as JSON text (UTF-8 ready: nothing unencodable)."""
+        return error_envelope(**self.to_dict())
+
+
+def error_envelope(code: str, message: str, **fields: Any) -> str:
+    """Every error body the service sends over HTTP: ``{"error": {"code", ..., "message"}}`` as JSON text."""
+    return json.dumps({"error": {"code": code, **fields, "message": message}}, ensure_ascii=False)

@@ -20,10 +20,24 @@ from .contract import (
     MAX_SEGMENTS,
     MAX_TEXT_BYTES,
     REQUEST_KEYS,
+    SETTING_KEYS,
     TEXT_KEYS,
     Settings,
 )
 from .errors import InvalidInputError, shown
+
+
+def decode_request(data: bytes | str, source: str = "body") -> Any:
+    """A request as sent (bytes, or text already decoded): not empty, UTF-8, then JSON as :func:`loads_request`
+    parses it; any flaw is invalid input."""
+    if not data:
+        raise InvalidInputError(None, "a JSON request object is required, got an empty body", subject=source)
+    if isinstance(data, bytes):
+        try:
+            data = data.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise InvalidInputError(None, f"not valid UTF-8 (byte {error.start})", subject=source) from None
+    return loads_request(data, source)
 
 
 def loads_request(text: str, source: str = "body") -> Any:
@@ -52,6 +66,17 @@ def unknown_key_error(key: Any, allowed: Sequence[str], subject: str = "request"
         shown(str(key)), f"unknown key (named in field); allowed keys are {', '.join(allowed)}", subject=subject,
         caller_key=True,
     )
+
+
+def parse_strict_settings(settings: Any, subject: str = "settings") -> Settings:
+    """An object of settings alone (a pipeline execution's or batch's): nothing but setting keys, then
+    :func:`parse_settings`."""
+    if not isinstance(settings, dict):
+        raise InvalidInputError("settings", "must be an object of scoring settings")
+    for key in settings:
+        if key not in SETTING_KEYS:
+            raise unknown_key_error(key, SETTING_KEYS, subject=subject)
+    return parse_settings(settings)
 
 
 def parse_settings(request: Mapping[str, Any]) -> Settings:
