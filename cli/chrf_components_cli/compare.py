@@ -15,8 +15,7 @@ themselves (int32, one row per segment). The draws are sacreBLEU 2.6's, value fo
 from __future__ import annotations
 
 from collections.abc import Iterator
-from fractions import Fraction
-from typing import Any, TypedDict
+from typing import TypedDict
 
 import chrf_core
 import numpy as np
@@ -145,7 +144,7 @@ def interval(scores: np.ndarray) -> tuple[float, float]:
 
 
 def compare(settings: chrf_core.Settings, names: list[str], rows: list[Blocks], bootstrap: int,
-            randomization: int, seed: int) -> tuple[list[dict[str, Any]], list[SystemResult]]:
+            randomization: int, seed: int) -> tuple[list[chrf_core.Report], list[SystemResult]]:
     """Reports (exact corpus scores) and results (score, interval, delta, p-value) of each system, the baseline
     first. ``rows`` are per-segment count rows, (segments, 3 * orders) int32 blocks, one list per system."""
     reports = []
@@ -153,13 +152,14 @@ def compare(settings: chrf_core.Settings, names: list[str], rows: list[Blocks], 
         summed = totals(blocks)
         orders = tuple((int(summed[k]), int(summed[k + 1]), int(summed[k + 2])) for k in range(0, len(summed), 3))
         segments = sum(block.shape[0] for block in blocks)
-        reports.append(chrf_core.build_report(chrf_core.Counts(settings, segments, orders)))
-    exact = [float(Fraction(report["score_fraction"])) for report in reports]
+        reports.append(chrf_core.report_of(chrf_core.Counts(settings, segments, orders)))
+    exact = [float(report.score) for report in reports]
     resampled = bootstrap_scores(settings, rows, bootstrap, seed)
     results: list[SystemResult] = []
     for index, (name, report) in enumerate(zip(names, reports)):
         low, high = interval(resampled[index])
-        result: SystemResult = {"name": name, "score": float(report["score"]), "ci": [round(low, 6), round(high, 6)],
+        result: SystemResult = {"name": name, "score": float(chrf_core.score_text(report.score)),
+                                "ci": [round(low, 6), round(high, 6)],
                                 "delta": None, "p_value": None}
         if index:
             observed = abs(exact[index] - exact[0])

@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 
 import chrf_core
 
-from . import render
+from . import text
 from .lines import LineFile, aligned_chunks, plural
 
 TIMEOUT = 60
@@ -208,5 +208,5 @@ def run_pipeline(stack: str, files: list[LineFile], settings: chrf_core.Settings
     except Exception as error:
         raise _aws_problem(error) from None
     print(f"report: s3://{bucket}/{report_key}", file=sys.stderr)
-    print(json.dumps(report, indent=2) if as_json else render.table(report))
+    print(json.dumps(report, indent=2) if as_json else text.table(chrf_core.Report.from_dict(report)))
     return 0

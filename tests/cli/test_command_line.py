@@ -49,11 +49,11 @@ def test_score_prints_a_table_with_every_order_a_signature_and_a_diagnosis(capsy
 
 
 def test_the_signature_cannot_be_taken_for_a_sacrebleu_one():
-    from chrf_components_cli.render import signature
+    from chrf_components_cli.text import signature
 
-    report = chrf_core.score({"hypotheses": ["a"], "references": ["a"], "word_order": 2})
-    assert signature(report) == SIGNATURE
-    assert "version:" not in signature(report) and "nrefs" not in signature(report)
+    settings = chrf_core.parse_settings({"word_order": 2})
+    assert signature(settings) == SIGNATURE
+    assert "version:" not in signature(settings) and "nrefs" not in signature(settings)
 
 
 def test_score_json_is_the_corpus_report_equal_to_scoring_in_one_request(capsys):

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support import ROOT, SEGMENT_TEXT, settings_strategy
 
-from chrf_components_cli import render
+from chrf_components_cli import pages, text
 from chrf_components_cli.main import main
 
 DATA = ROOT / "tests" / "data" / "popovic"
@@ -121,11 +121,11 @@ def _segment_rows(capsys, *argv):
 
 
 def test_unmatched_words_are_clipped_like_word_unigrams_and_coloured_on_a_terminal():
-    marked_h, marked_r = render.marked_tokens("the cat the cat", "The cat sat", lowercase=True)
+    marked_h, marked_r = text.marked_tokens("the cat the cat", "The cat sat", lowercase=True)
     assert marked_h == [("the", True), ("cat", True), ("the", False), ("cat", False)]
     assert marked_r == [("The", True), ("cat", True), ("sat", False)]
-    assert render.marked_text(marked_r, colour=True) == "The cat \x1b[31msat\x1b[0m"
-    assert render.marked_text(marked_r, colour=False) == "The cat [sat]"
+    assert text.marked_text(marked_r, colour=True) == "The cat \x1b[31msat\x1b[0m"
+    assert text.marked_text(marked_r, colour=False) == "The cat [sat]"
 
 
 # ---- compare ------------------------------------------------------------------------------------------------
@@ -338,7 +338,7 @@ def svg_documents(html_text):
 
 
 def assert_inside_viewbox(svg):
-    """Every text and shape lies within the drawing (text extents estimated generously, as render places them)."""
+    """Every text and shape lies within the drawing (text extents estimated generously, as pages places them)."""
     _, _, width, height = (float(v) for v in svg.get("viewBox").split())
     namespace = "{http://www.w3.org/2000/svg}"
     for element in svg.iter():
@@ -352,7 +352,7 @@ def assert_inside_viewbox(svg):
         elif tag == "circle":
             boxes = [(a["cx"] - a["r"], a["cy"] - a["r"], a["cx"] + a["r"], a["cy"] + a["r"])]
         elif tag == "text":
-            size, length = a.get("font-size", 12), render.text_width(element.text or "", int(a.get("font-size", 12)))
+            size, length = a.get("font-size", 12), pages.text_width(element.text or "", int(a.get("font-size", 12)))
             anchor = element.get("text-anchor", "start")
             left = a["x"] - {"start": 0, "middle": length / 2, "end": length}[anchor]
             boxes = [(left, a["y"] - size, left + length, a["y"] + 0.3 * size)]
@@ -388,9 +388,9 @@ def test_score_html_is_self_contained_names_both_files_and_keeps_every_drawing_i
 
 @pytest.mark.parametrize("orders", [(1, 0), (10, 4), (0, 1)])
 def test_the_order_chart_fits_its_box_for_any_number_of_orders(orders):
-    report = chrf_core.score({"hypotheses": ["a b c d"], "references": ["a b"], "char_order": orders[0],
-                              "word_order": orders[1]})
-    assert_inside_viewbox(ElementTree.fromstring(render.order_chart(report)))
+    counts = chrf_core.compute_counts({"hypotheses": ["a b c d"], "references": ["a b"], "char_order": orders[0],
+                                       "word_order": orders[1]})
+    assert_inside_viewbox(ElementTree.fromstring(pages.order_chart(chrf_core.report_of(counts))))
 
 
 def test_compare_html_shows_systems_with_intervals_inside_the_drawing(capsys, tmp_path):

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterable, Sequence
-from typing import Any, NamedTuple, Protocol
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, NamedTuple
 
 from . import python_kernel
 from .contract import INTEGER_RANGES, SETTING_KEYS, Settings
@@ -19,19 +19,9 @@ from .errors import InvalidInputError
 Triple = tuple[int, int, int]
 
 
-class Kernel(Protocol):
-    """What both kernels are: python_kernel.count, and the native count (C, so typed here)."""
-
-    def __call__(
-        self,
-        hypotheses: Sequence[str],
-        references: Sequence[str],
-        char_order: int,
-        word_order: int,
-        include_whitespace: bool,
-        per_segment: bool,
-        /,
-    ) -> Any: ...
+# What both kernels are: python_kernel.count and the native count (C), called as
+# count(hypotheses, references, char_order, word_order, include_whitespace, per_segment).
+Kernel = Callable[[Sequence[str], Sequence[str], int, int, bool, bool], Any]
 
 
 def _load_native() -> tuple[Kernel | None, str | None]:
@@ -79,30 +69,25 @@ class Counts(NamedTuple):
     @classmethod
     def from_dict(cls, data: Any) -> Counts:
         """Rebuild counts from :meth:`to_dict` output, checking every value (they may come from storage)."""
+        from .request import parse_strict_settings
+
         if not isinstance(data, dict) or set(data) != {"settings", "segment_count", "orders"}:
             raise ValueError("counts: expected an object with settings, segment_count and orders")
-        settings_data = data["settings"]
-        if not isinstance(settings_data, dict) or set(settings_data) != set(SETTING_KEYS):
-            raise ValueError("counts: settings must name every setting")
-        from .request import parse_settings
-
+        settings_data, segment_count, orders = data["settings"], data["segment_count"], data["orders"]
+        if not isinstance(settings_data, dict) or set(settings_data) != set(SETTING_KEYS) or any(
+                type(settings_data[key]) is not int for key in INTEGER_RANGES):
+            raise ValueError("counts: settings must name every setting, integers as integers")
         try:
-            settings = parse_settings(settings_data)
+            settings = parse_strict_settings(settings_data)
         except InvalidInputError as error:
             raise ValueError(f"counts: {error.message}") from None
-        if any(type(settings_data[key]) is not int for key in INTEGER_RANGES):
-            raise ValueError("counts: settings must hold integers as integers")
-        segment_count, orders = data["segment_count"], data["orders"]
         if type(segment_count) is not int or segment_count < 1:
             raise ValueError("counts: segment_count must be a positive integer")
-        if not isinstance(orders, list) or len(orders) != settings.char_order + settings.word_order:
-            raise ValueError("counts: orders must hold one entry per n-gram order")
-        triples: list[Triple] = []
-        for order in orders:
-            if not isinstance(order, list) or len(order) != 3 or any(type(v) is not int or v < 0 for v in order):
-                raise ValueError("counts: each order must be [hypothesis, reference, matching] counts")
-            triples.append((order[0], order[1], order[2]))
-        counts = cls(settings, segment_count, tuple(triples))
+        if not isinstance(orders, list) or len(orders) != settings.char_order + settings.word_order or not all(
+                isinstance(order, list) and len(order) == 3 and all(type(v) is int and v >= 0 for v in order)
+                for order in orders):
+            raise ValueError("counts: orders must be one [hypothesis, reference, matching] per n-gram order")
+        counts = cls(settings, segment_count, tuple((h, r, m) for h, r, m in orders))
         problem = counts.inconsistency()
         if problem:
             raise ValueError(f"counts: {problem}")

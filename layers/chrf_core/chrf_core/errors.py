@@ -15,14 +15,14 @@ from typing import Any
 from .contract import TEXT_SIDES
 
 MAX_SHOWN = 64
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def shown(text: str, limit: int = MAX_SHOWN) -> str:
     """Caller text as an error may show it: at most ``limit`` characters (then an ellipsis), lone surrogates
     written as ``\\udxxx`` so the message encodes as UTF-8."""
     clipped = text if len(text) <= limit else text[: limit - 1] + "…"
-    return _LONE_SURROGATE.sub(lambda match: f"\\u{ord(match.group()):04x}", clipped)
+    return LONE_SURROGATE.sub(lambda match: f"\\u{ord(match.group()):04x}", clipped)
 
 
 class InvalidInputError(ValueError):

@@ -1,13 +1,13 @@
-"""Scores from counts: exact reduced fractions per order, the averages and the score, as the contract's output."""
+"""Scores from counts: a typed report of exact fractions per order, the averages and the score; the contract's
+JSON output is written from it at the edge (:meth:`Report.to_dict`)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from fractions import Fraction
-from math import gcd
-from typing import Any
+from typing import Any, NamedTuple
 
-from .contract import Settings
+from .contract import SETTING_KEYS, Settings
 from .counting import Counts, Triple, order_labels
 
 ZERO = Fraction(0)
@@ -24,10 +24,63 @@ def score_text(value: Fraction) -> str:
     return f"{micro // 1_000_000}.{micro % 1_000_000:06d}"
 
 
-def _reduced(numerator: int, denominator: int) -> str:
-    """``numerator/denominator`` reduced, as :func:`fraction_text` writes it (without building a Fraction)."""
-    divisor = gcd(numerator, denominator)
-    return f"{numerator // divisor}/{denominator // divisor}"
+class OrderScore(NamedTuple):
+    """One order's counts and exact scores (None where a side has no n-grams, as the contract says)."""
+
+    type: str
+    n: int
+    hypothesis_ngrams: int
+    reference_ngrams: int
+    matching_ngrams: int
+    precision: Fraction | None
+    recall: Fraction | None
+    f_score: Fraction | None
+
+    @property
+    def effective(self) -> bool:
+        return self.hypothesis_ngrams > 0 and self.reference_ngrams > 0
+
+
+class Report(NamedTuple):
+    """A scored set of segments: every number of the contract's output, as numbers."""
+
+    settings: Settings
+    segment_count: int
+    orders: tuple[OrderScore, ...]
+    average_precision: Fraction
+    average_recall: Fraction
+    score: Fraction
+
+    @property
+    def effective_order_count(self) -> int:
+        return sum(order.effective for order in self.orders)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The contract's output object; nothing more, nothing less."""
+
+        def text(value: Fraction | None) -> str | None:
+            return None if value is None else fraction_text(value)
+
+        return {
+            **self.settings.as_dict(),
+            "segment_count": self.segment_count,
+            "orders": [{"type": o.type, "n": o.n, "hypothesis_ngrams": o.hypothesis_ngrams,
+                        "reference_ngrams": o.reference_ngrams, "matching_ngrams": o.matching_ngrams,
+                        "effective": o.effective, "precision": text(o.precision), "recall": text(o.recall),
+                        "f_score": text(o.f_score)} for o in self.orders],
+            "effective_order_count": self.effective_order_count,
+            "average_precision": fraction_text(self.average_precision),
+            "average_recall": fraction_text(self.average_recall),
+            "score": score_text(self.score),
+            "score_fraction": fraction_text(self.score),
+        }
+
+    @classmethod
+    def from_dict(cls, output: dict[str, Any]) -> Report:
+        """The report of a contract output (the counts it holds, scored again: the numbers are not parsed)."""
+        settings = Settings(**{key: output[key] for key in SETTING_KEYS})
+        orders = tuple((o["hypothesis_ngrams"], o["reference_ngrams"], o["matching_ngrams"]) for o in output["orders"])
+        return report_of(Counts(settings, output["segment_count"], orders))
 
 
 def _average(parts: Sequence[tuple[int, int]]) -> tuple[int, int]:
@@ -39,64 +92,48 @@ def _average(parts: Sequence[tuple[int, int]]) -> tuple[int, int]:
     return numerator, denominator * len(parts)
 
 
-def exact_score(settings: Settings, orders: Sequence[Triple]) -> Fraction:
-    """The score of these counts as one exact fraction, with one reduction at the end (fast enough to score
-    every segment of a large corpus)."""
+def _averages_and_score(settings: Settings, orders: Sequence[Triple]) -> tuple[tuple[int, int], tuple[int, int],
+                                                                                 Fraction]:
+    """Average precision and recall over effective orders (unreduced) and the score, one reduction at the end
+    (fast enough to score every segment of a large corpus)."""
     beta_squared = settings.beta * settings.beta
+    effective = [(hyp, ref, match) for hyp, ref, match in orders if hyp and ref]
+    precision = _average([(match, hyp) for hyp, _, match in effective] or [(0, 1)])
+    recall = _average([(match, ref) for _, ref, match in effective] or [(0, 1)])
     if settings.averaging == "per_order_f":
         # mean over all orders of f = (1 + b^2) m / (b^2 r + h), an order without n-grams or matches counting as 0
         numerator, denominator = _average(
             [((1 + beta_squared) * match, beta_squared * ref + hyp) if hyp and ref and match else (0, 1)
              for hyp, ref, match in orders])
-        return Fraction(100 * numerator, denominator)
-    # F_beta of the averages over effective orders: P = Pn / (k Pd), R = Rn / (k Rd)
-    effective = [(hyp, ref, match) for hyp, ref, match in orders if hyp and ref]
-    precision_numerator, precision_denominator = _average([(match, hyp) for hyp, _, match in effective] or [(0, 1)])
-    recall_numerator, recall_denominator = _average([(match, ref) for _, ref, match in effective] or [(0, 1)])
-    if not precision_numerator and not recall_numerator:
-        return ZERO
-    return Fraction(
-        100 * (1 + beta_squared) * precision_numerator * recall_numerator,
-        beta_squared * precision_numerator * recall_denominator + recall_numerator * precision_denominator,
-    )
+        return precision, recall, Fraction(100 * numerator, denominator)
+    # F_beta of the averages: P = Pn / Pd, R = Rn / Rd
+    if not precision[0] and not recall[0]:
+        return precision, recall, ZERO
+    return precision, recall, Fraction(100 * (1 + beta_squared) * precision[0] * recall[0],
+                                       beta_squared * precision[0] * recall[1] + recall[0] * precision[1])
+
+
+def exact_score(settings: Settings, orders: Sequence[Triple]) -> Fraction:
+    """The score of these counts as one exact fraction."""
+    return _averages_and_score(settings, orders)[2]
+
+
+def report_of(counts: Counts) -> Report:
+    """The typed report of ``counts``."""
+    settings = counts.settings
+    beta_squared = settings.beta * settings.beta
+    orders = tuple(
+        OrderScore(kind, n, hyp, ref, match,
+                   Fraction(match, hyp) if hyp else None,
+                   Fraction(match, ref) if ref else None,
+                   # (1+b^2)PR / (b^2 P + R) with P = m/h and R = m/r simplifies to (1+b^2) m / (b^2 r + h).
+                   Fraction((1 + beta_squared) * match, beta_squared * ref + hyp) if hyp and ref else None)
+        for (kind, n), (hyp, ref, match) in zip(order_labels(settings.char_order, settings.word_order),
+                                                counts.orders, strict=True))
+    precision, recall, score = _averages_and_score(settings, counts.orders)
+    return Report(settings, counts.segment_count, orders, Fraction(*precision), Fraction(*recall), score)
 
 
 def build_report(counts: Counts) -> dict[str, Any]:
-    """The contract's output object for ``counts``; nothing more, nothing less."""
-    settings = counts.settings
-    beta_squared = settings.beta * settings.beta
-    orders = []
-    effective: list[Triple] = []
-    for (kind, n), (hyp, ref, match) in zip(
-        order_labels(settings.char_order, settings.word_order), counts.orders, strict=True
-    ):
-        is_effective = hyp > 0 and ref > 0
-        if is_effective:
-            effective.append((hyp, ref, match))
-        orders.append(
-            {
-                "type": kind,
-                "n": n,
-                "hypothesis_ngrams": hyp,
-                "reference_ngrams": ref,
-                "matching_ngrams": match,
-                "effective": is_effective,
-                "precision": _reduced(match, hyp) if hyp else None,
-                "recall": _reduced(match, ref) if ref else None,
-                # (1+b^2)PR / (b^2 P + R) with P = m/h and R = m/r simplifies to (1+b^2) m / (b^2 r + h).
-                "f_score": _reduced((1 + beta_squared) * match, beta_squared * ref + hyp) if is_effective else None,
-            }
-        )
-    average_precision = _average([(match, hyp) for hyp, _, match in effective] or [(0, 1)])
-    average_recall = _average([(match, ref) for _, ref, match in effective] or [(0, 1)])
-    score = exact_score(settings, counts.orders)
-    return {
-        **settings.as_dict(),
-        "segment_count": counts.segment_count,
-        "orders": orders,
-        "effective_order_count": len(effective),
-        "average_precision": _reduced(*average_precision),
-        "average_recall": _reduced(*average_recall),
-        "score": score_text(score),
-        "score_fraction": fraction_text(score),
-    }
+    """The contract's output object for ``counts``."""
+    return report_of(counts).to_dict()

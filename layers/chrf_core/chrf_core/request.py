@@ -24,7 +24,7 @@ from .contract import (
     TEXT_KEYS,
     Settings,
 )
-from .errors import InvalidInputError, shown
+from .errors import LONE_SURROGATE, InvalidInputError, shown
 
 
 def decode_request(data: bytes | str, source: str = "body") -> Any:
@@ -125,35 +125,24 @@ def parse_request(request: Any) -> ValidRequest:
         if key not in request:
             raise InvalidInputError(key, "required key is missing")
     hypotheses, references = (_text_list(request, key) for key in TEXT_KEYS)
-    check_equal_counts(hypotheses, references)
+    if len(hypotheses) != len(references):
+        raise InvalidInputError(
+            "references", f"must have as many segments as hypotheses ({len(hypotheses)}), got {len(references)}"
+        )
     total = sum(map(utf8_size, hypotheses)) + sum(map(utf8_size, references))
     if total > MAX_TEXT_BYTES:
         raise InvalidInputError(None, f"all texts together must be at most {MAX_TEXT_BYTES} UTF-8 bytes, got {total}")
     for key, side in zip(TEXT_KEYS, (hypotheses, references)):
-        check_no_surrogates(side, key)
+        for index, text in enumerate(side):  # a lone surrogate cannot be UTF-8
+            if not text.isascii() and LONE_SURROGATE.search(text):
+                raise InvalidInputError(key, "must not contain a lone surrogate code point (U+D800..U+DFFF)",
+                                        index=index)
     return ValidRequest(list(hypotheses), list(references), parse_settings(request), total)
 
 
 def make_request(hypotheses: Sequence[str], references: Sequence[str], settings: Settings) -> dict[str, Any]:
     """The contract request that scores these segments with these settings."""
     return {"hypotheses": list(hypotheses), "references": list(references), **settings.as_dict()}
-
-
-def check_equal_counts(hypotheses: Sequence[str], references: Sequence[str]) -> None:
-    """The rule that every hypothesis has its reference (line-aligned)."""
-    if len(hypotheses) != len(references):
-        raise InvalidInputError(
-            "references", f"must have as many segments as hypotheses ({len(hypotheses)}), got {len(references)}"
-        )
-
-
-def check_no_surrogates(texts: Sequence[str], key: str) -> None:
-    """The rule that texts are Unicode scalar values only (a lone surrogate cannot be UTF-8)."""
-    for index, text in enumerate(texts):
-        if _has_surrogate(text):
-            raise InvalidInputError(
-                key, "must not contain a lone surrogate code point (U+D800..U+DFFF)", index=index
-            )
 
 
 def utf8_size(text: str) -> int:
@@ -188,16 +177,6 @@ def _integer(request: Mapping[str, Any], key: str, low: int, high: int) -> int:
         shown_value = value if abs(value) < 10**15 else "a number out of range"
         raise InvalidInputError(key, f"must be an integer from {low} to {high}, got {shown_value}")
     return value
-
-
-def _has_surrogate(text: str) -> bool:
-    if text.isascii():
-        return False
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
 
 
 def _describe(value: Any) -> str:

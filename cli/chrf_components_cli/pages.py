@@ -1,239 +1,26 @@
-"""Human-facing views of reports: the table, the signature, a plain-language diagnosis, marked segments, HTML pages.
-
-The HTML pages are self-contained (inline CSS and SVG, no scripts, no network) and every SVG element is placed
-inside its viewBox, so nothing is clipped at any width.
-"""
+"""Reports as self-contained HTML pages (inline CSS and SVG, no scripts, no network): every SVG element is placed
+inside its viewBox, so nothing is clipped at any width."""
 
 from __future__ import annotations
 
 import html
-from collections import Counter
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from fractions import Fraction
 from typing import Any
 
 import chrf_core
 
 from .lines import plural
-
-BAR_WIDTH = 20
-ANSI_UNMATCHED, ANSI_RESET = "\x1b[31m", "\x1b[0m"
+from .text import diagnosis, marked_tokens, metric_name, signature, value
 
 
-def as_float(fraction: str | None) -> float | None:
-    return None if fraction is None else float(Fraction(fraction))
-
-
-def metric_name(report: dict[str, Any]) -> str:
-    """chrF2, chrF2+ (word unigrams), chrF2++ (word bigrams) as sacreBLEU names them; chrF2+w3 beyond."""
-    word_order = report["word_order"]
-    suffix = {0: "", 1: "+", 2: "++"}.get(word_order, f"+w{word_order}")
-    return f"chrF{report['beta']}{suffix}" if report["char_order"] else f"wordF{report['beta']}"
-
-
-def signature(report: dict[str, Any]) -> str:
-    """Every setting that changes the number, named so it cannot be taken for a sacreBLEU signature: this tool
-    counts every hypothesis n-gram (``hyp:all``), where sacreBLEU drops those of orders a reference lacks."""
-    return "|".join(
-        [
-            f"{chrf_core.TOOL}:{chrf_core.VERSION}",
-            metric_name(report),
-            f"nc:{report['char_order']}",
-            f"nw:{report['word_order']}",
-            f"space:{'yes' if report['include_whitespace'] else 'no'}",
-            f"case:{'lc' if report['lowercase'] else 'mixed'}",
-            f"avg:{report['averaging']}",
-            "hyp:all",
-        ]
-    )
-
-
-def bar(value: float | None, width: int = BAR_WIDTH) -> str:
-    if value is None:
-        return "·" * width
-    filled = round(value * width)
-    return "█" * filled + "░" * (width - filled)
-
-
-def _number(value: float | None) -> str:
-    return "     -" if value is None else f"{value:6.4f}"
-
-
-def table(report: dict[str, Any], facts: Any = None) -> str:
-    """The report as a fixed-width table, one row per order, with an F-score bar, then the diagnosis."""
-    lines = [
-        f"{metric_name(report)} = {report['score']}   ({plural(report['segment_count'], 'segment')}, "
-        f"{plural(report['effective_order_count'], 'effective order')})",
-        "",
-        f"  {'order':<8}{'hyp':>9}{'ref':>9}{'match':>9}  {'P':>6}  {'R':>6}  {'F':>6}  {'F, 0 to 1':<{BAR_WIDTH}}",
-    ]
-    for order in report["orders"]:
-        f_score = as_float(order["f_score"])
-        lines.append(
-            f"  {order['type'] + ' ' + str(order['n']):<8}{order['hypothesis_ngrams']:>9}"
-            f"{order['reference_ngrams']:>9}{order['matching_ngrams']:>9}  {_number(as_float(order['precision']))}"
-            f"  {_number(as_float(order['recall']))}  {_number(f_score)}  {bar(f_score)}"
-        )
-    lines += [
-        "",
-        f"  average precision {as_float(report['average_precision']):.4f}, average recall "
-        f"{as_float(report['average_recall']):.4f} (over effective orders); exact fractions: --json",
-        f"  signature: {signature(report)}",
-    ]
-    notes = diagnosis(report, facts)
-    if notes:
-        lines += ["", "What stands out:"] + [f"  - {note}" for note in notes]
-    return "\n".join(lines)
-
-
-def _span(orders: list[dict[str, Any]]) -> str:
-    kind = orders[0]["type"]
-    first, last = orders[0]["n"], orders[-1]["n"]
-    noun = "character" if kind == "char" else "word"
-    return f"{noun} {first}-grams" if first == last else f"{noun} {first}–{last}-grams"
-
-
-def _mean(values: list[float]) -> float:
-    return sum(values) / len(values)
-
-
-def _value(order: dict[str, Any], key: str) -> float:
-    value = as_float(order[key])
-    return 0.0 if value is None else value
-
-
-def diagnosis(report: dict[str, Any], facts: Any = None) -> list[str]:
-    """A few plain-language observations (rules of thumb, not verdicts). ``facts`` (corpus.Facts), when known,
-    says how many lines are empty, identical or without spaces, so the sentences stay true for those."""
-    notes: list[str] = []
-    segments = report["segment_count"]
-    if facts is not None:
-        if facts.identical == segments:
-            return ["Every hypothesis is identical to its reference: every n-gram matches."]
-        if facts.empty_hypotheses == segments:
-            return ["Every hypothesis line is empty: there is nothing to match, so the score is 0."]
-        if facts.empty_references == segments:
-            return ["Every reference line is empty: there is nothing to match, so the score is 0."]
-        if facts.empty_hypotheses:
-            notes.append(
-                f"{plural(facts.empty_hypotheses, 'hypothesis line')} of {segments} "
-                f"{'is' if facts.empty_hypotheses == 1 else 'are'} empty: their references' n-grams go unmatched, "
-                "which lowers recall."
-            )
-        if facts.empty_references:
-            notes.append(
-                f"{plural(facts.empty_references, 'reference line')} of {segments} "
-                f"{'is' if facts.empty_references == 1 else 'are'} empty: the hypotheses' n-grams there cannot "
-                "match, which lowers precision."
-            )
-        if facts.identical:
-            notes.append(f"{facts.identical} of {plural(segments, 'segment')} are identical to their reference.")
-        if report["word_order"] and facts.unspaced * 2 >= segments - facts.identical:
-            notes.append(
-                f"{facts.unspaced} of {plural(segments, 'segment')} have a side without spaces, which is then one "
-                "word: word n-grams match only where whole texts are identical. For Chinese, Japanese or Thai, use "
-                "--word-order 0 or tokenize first."
-            )
-    effective = [o for o in report["orders"] if o["effective"]]
-    if not effective:
-        notes.append("No order has n-grams on both sides: every text is shorter than the lowest order.")
-        return notes
-    empty = [o for o in report["orders"] if not o["effective"]]
-    if empty:
-        notes.append(
-            f"{plural(len(empty), 'order')} ({', '.join(o['type'] + str(o['n']) for o in empty)}) "
-            f"{'has' if len(empty) == 1 else 'have'} no n-grams on one side, as no text is that long; they count "
-            "as 0 under per_order_f and are skipped under precision_recall."
-        )
-    imperfect = [o for o in effective if _value(o, "f_score") < 1]
-    if imperfect:
-        weakest = sorted(imperfect, key=lambda o: _value(o, "f_score"))[:2]
-        notes.append(
-            "Weakest orders: "
-            + ", ".join(f"{o['type']} {o['n']} (F {_value(o, 'f_score'):.3f})" for o in weakest)
-            + "."
-        )
-    chars = [o for o in effective if o["type"] == "char"]
-    long_chars = [o for o in chars if o["n"] >= 4] or chars[-2:]
-    if long_chars:
-        precision = _mean([_value(o, "precision") for o in long_chars])
-        recall = _mean([_value(o, "recall") for o in long_chars])
-        span = _span(long_chars)
-        if precision < 0.8 * recall and recall - precision > 0.05:
-            notes.append(
-                f"Precision ({precision:.2f}) is well below recall ({recall:.2f}) at {span}: the hypotheses add "
-                "material the references lack (insertions, wordy or wrong words)."
-            )
-        elif recall < 0.8 * precision and precision - recall > 0.05:
-            notes.append(
-                f"Recall ({recall:.2f}) is well below precision ({precision:.2f}) at {span}: the hypotheses miss "
-                "material the references have (omissions, too short an output)."
-            )
-    if len(chars) >= 2:
-        first, last = _value(chars[0], "f_score"), _value(chars[-1], "f_score")
-        if first > 0.6 and last < 0.5 * first:
-            notes.append(
-                f"Short character sequences match (char 1: F {first:.2f}) but long ones rarely do "
-                f"(char {chars[-1]['n']}: F {last:.2f}): the right characters and stems, but different word forms, "
-                "spelling or order."
-            )
-    unspaced = facts is not None and report["word_order"] and facts.unspaced * 2 >= segments - facts.identical
-    words = {o["n"]: o for o in effective if o["type"] == "word"}
-    if 1 in words and 2 in words and not unspaced:
-        unigram_recall, bigram_recall = _value(words[1], "recall"), _value(words[2], "recall")
-        if bigram_recall < 0.1 and unigram_recall >= 0.3:
-            notes.append(
-                f"Word-bigram recall is near zero ({bigram_recall:.2f}) while word unigrams match "
-                f"({unigram_recall:.2f}): the words are there, but word order or wording around them differs."
-            )
-    if 1 in words and _value(words[1], "recall") < 0.3 and not unspaced:
-        notes.append(
-            f"Few reference words appear in the hypotheses (word-unigram recall {_value(words[1], 'recall'):.2f}):"
-            " the wording differs, even where characters overlap."
-        )
-    return notes
-
-
-# ---- marked segments ----------------------------------------------------------------------------------------
-
-
-Marked = list[tuple[str, bool]]
-
-
-def marked_tokens(hypothesis: str, reference: str, lowercase: bool) -> tuple[Marked, Marked]:
-    """Each side's word tokens with whether they match a token on the other side (clipped, as word unigrams
-    match): the unmatched ones are what a reader should look at."""
-    tokens_h, tokens_r = chrf_core.words(hypothesis), chrf_core.words(reference)
-    keys_h = [token.lower() for token in tokens_h] if lowercase else tokens_h
-    keys_r = [token.lower() for token in tokens_r] if lowercase else tokens_r
-
-    def mark(tokens: list[str], keys: list[str], other: list[str]) -> Marked:
-        available = Counter(other)
-        out = []
-        for token, key in zip(tokens, keys):
-            matched = available[key] > 0
-            if matched:
-                available[key] -= 1
-            out.append((token, matched))
-        return out
-
-    return mark(tokens_h, keys_h, keys_r), mark(tokens_r, keys_r, keys_h)
-
-
-def marked_text(tokens: Marked, colour: bool) -> str:
-    """Tokens joined by spaces, unmatched ones in red on a terminal, else in [brackets]."""
-    if colour:
-        return " ".join(token if matched else f"{ANSI_UNMATCHED}{token}{ANSI_RESET}" for token, matched in tokens)
-    return " ".join(token if matched else f"[{token}]" for token, matched in tokens)
-
-
-def marked_html(tokens: Marked) -> str:
+def marked_html(tokens: list[tuple[str, bool]]) -> str:
     return " ".join(html.escape(token) if matched else f"<mark>{html.escape(token)}</mark>"
                     for token, matched in tokens)
 
 
-# ---- SVG ------------------------------------------------------------------------------------------------------
+
 
 FONT = 12
 COLOURS = {"precision": "#3b6fc4", "recall": "#d9822b", "f_score": "#2e8b57"}
@@ -282,9 +69,9 @@ def text_width(content: str, size: int = FONT) -> float:
     return 0.62 * size * len(content)
 
 
-def order_chart(report: dict[str, Any]) -> str:
+def order_chart(report: chrf_core.Report) -> str:
     """Grouped bars of precision, recall and F per order, on a 0..1 axis, with the legend above the plot."""
-    orders = report["orders"]
+    orders = report.orders
     left, top, plot_height, group, bar_width = 40, 36, 180, 66, 16
     legend = sum(16 + text_width(LABELS[key]) + 18 for key in COLOURS)
     svg = Svg(left + max(group * len(orders), legend) + 12, top + plot_height + 30,
@@ -301,12 +88,12 @@ def order_chart(report: dict[str, Any]) -> str:
     for index, order in enumerate(orders):
         x0 = left + 8 + index * group
         for offset, key in enumerate(COLOURS):
-            value = as_float(order[key])
-            height = (value or 0.0) * plot_height
-            shown = "n/a" if value is None else f"{value:.4f}"
+            number = value(getattr(order, key))
+            height = (number or 0.0) * plot_height
+            shown = "n/a" if number is None else f"{number:.4f}"
             svg.rect(x0 + offset * bar_width, top + plot_height - height, bar_width - 2, height, COLOURS[key],
-                     f"{order['type']} {order['n']} {LABELS[key]}: {shown}", css=key)
-        svg.text(x0 + 1.5 * bar_width, top + plot_height + 18, f"{order['type']} {order['n']}", anchor="middle")
+                     f"{order.type} {order.n} {LABELS[key]}: {shown}", css=key)
+        svg.text(x0 + 1.5 * bar_width, top + plot_height + 18, f"{order.type} {order.n}", anchor="middle")
     return svg.render()
 
 
@@ -360,8 +147,6 @@ def interval_chart(systems: Sequence[dict[str, Any]]) -> str:
 
 def nice_ticks(low: float, high: float, most: int = 6) -> list[float]:
     """Round tick values inside [low, high]: steps of 1, 2, 2.5 or 5 times a power of ten."""
-    import math
-
     span = max(high - low, 1e-9)
     for step in sorted(m * 10**e for e in range(math.floor(math.log10(span)) - 1, math.floor(math.log10(span)) + 2)
                        for m in (1, 2, 2.5, 5)):
@@ -402,17 +187,20 @@ def _page(title: str, body: str) -> str:
             f"<title>{html.escape(title)}</title><style>{STYLE}</style></head><body><main>{body}</main></body></html>\n")
 
 
-def _f_text(order: dict[str, Any]) -> str:
-    return "–" if order["f_score"] is None else f"{_value(order, 'f_score'):.4f}"
+def _f_text(order: chrf_core.OrderScore) -> str:
+    return "–" if order.f_score is None else f"{float(order.f_score):.4f}"
 
 
-def _order_table(report: dict[str, Any]) -> str:
+def _exact(fraction: Any) -> str:
+    return "–" if fraction is None else chrf_core.fraction_text(fraction)
+
+
+def _order_table(report: chrf_core.Report) -> str:
     rows = "".join(
         "<tr>" + "".join(f"<td>{html.escape(str(cell))}</td>" for cell in (
-            f"{o['type']} {o['n']}", o["hypothesis_ngrams"], o["reference_ngrams"], o["matching_ngrams"],
-            o["precision"] or "–", o["recall"] or "–", o["f_score"] or "–",
-            _f_text(o))) + "</tr>"
-        for o in report["orders"]
+            f"{o.type} {o.n}", o.hypothesis_ngrams, o.reference_ngrams, o.matching_ngrams,
+            _exact(o.precision), _exact(o.recall), _exact(o.f_score), _f_text(o))) + "</tr>"
+        for o in report.orders
     )
     return ('<div class="scroll"><table><thead><tr><th>order</th><th>hyp n-grams</th><th>ref n-grams</th>'
             "<th>matches</th><th>precision</th><th>recall</th><th>F (exact)</th><th>F</th></tr></thead>"
@@ -435,19 +223,20 @@ def _worst_section(worst: Sequence[Any], lowercase: bool) -> str:
             "<mark>like this</mark> have no match on the other side (word unigrams, clipped).</p>" + "".join(items))
 
 
-def score_page(report: dict[str, Any], hypothesis_name: str, reference_name: str, facts: Any = None,
+def score_page(report: chrf_core.Report, hypothesis_name: str, reference_name: str, facts: Any = None,
                histogram: Sequence[int] | None = None, worst: Sequence[Any] = ()) -> str:
     """A self-contained report for one system: the score, both files, the per-order chart and table, the
     distribution of segment scores, the worst segments, and the diagnosis."""
     notes = "".join(f"<li>{html.escape(note)}</li>" for note in diagnosis(report, facts))
+    score = chrf_core.score_text(report.score)
     body = [
-        f"<h1>{html.escape(metric_name(report))} = <span id=\"score\">{report['score']}</span></h1>",
+        f"<h1>{html.escape(metric_name(report.settings))} = <span id=\"score\">{score}</span></h1>",
         f'<p class="meta">hypotheses <code>{html.escape(hypothesis_name)}</code> against references '
         f"<code>{html.escape(reference_name)}</code></p>",
-        f'<p class="meta">{plural(report["segment_count"], "segment")}, '
-        f"{plural(report['effective_order_count'], 'effective order')}; exact score "
-        f"<code>{report['score_fraction']}</code></p>",
-        f'<p class="meta">signature <code>{html.escape(signature(report))}</code></p>',
+        f'<p class="meta">{plural(report.segment_count, "segment")}, '
+        f"{plural(report.effective_order_count, 'effective order')}; exact score "
+        f"<code>{chrf_core.fraction_text(report.score)}</code></p>",
+        f'<p class="meta">signature <code>{html.escape(signature(report.settings))}</code></p>',
         f"<h2>Precision, recall and F per order</h2><figure>{order_chart(report)}<figcaption>Bars run from 0 to 1; "
         "an order without n-grams on one side has no bars.</figcaption></figure>",
         _order_table(report),
@@ -455,12 +244,12 @@ def score_page(report: dict[str, Any], hypothesis_name: str, reference_name: str
     if histogram is not None:
         body.append(f"<h2>Segment scores</h2><figure>{histogram_chart(histogram)}<figcaption>Each segment scored "
                     "on its own, in bins of 5 points.</figcaption></figure>")
-    body.append(_worst_section(worst, report["lowercase"]))
+    body.append(_worst_section(worst, report.settings.lowercase))
     body.append(f"<h2>What stands out</h2><ul>{notes}</ul>")
-    return _page(f"{metric_name(report)} {report['score']}: {hypothesis_name}", "".join(body))
+    return _page(f"{metric_name(report.settings)} {score}: {hypothesis_name}", "".join(body))
 
 
-def compare_page(result: dict[str, Any], reference_name: str, reports: Sequence[dict[str, Any]],
+def compare_page(result: dict[str, Any], reference_name: str, reports: Sequence[chrf_core.Report],
                  method: str) -> str:
     """A self-contained comparison: the systems with their intervals, deltas and p-values, and each system's
     per-order F."""
@@ -474,17 +263,17 @@ def compare_page(result: dict[str, Any], reference_name: str, reports: Sequence[
         rows.append(f"<tr{klass}><td>{html.escape(system['name'])}</td><td>{system['score']:.6f}</td>"
                     f"<td>{system['ci'][0]:.4f} – {system['ci'][1]:.4f}</td><td>{delta}</td>"
                     f"<td>{p_value}{mark}</td></tr>")
-    labels = [f"{o['type']} {o['n']}" for o in reports[0]["orders"]]
+    labels = [f"{o.type} {o.n}" for o in reports[0].orders]
     order_rows = "".join(
         f"<tr><td>{html.escape(system['name'])}</td>"
-        + "".join(f"<td>{_f_text(o)}</td>" for o in report["orders"]) + "</tr>"
+        + "".join(f"<td>{_f_text(o)}</td>" for o in report.orders) + "</tr>"
         for system, report in zip(systems, reports)
     )
     body = [
-        f"<h1>{html.escape(metric_name(reports[0]))}: {plural(len(systems) - 1, 'system')} against "
+        f"<h1>{html.escape(metric_name(reports[0].settings))}: {plural(len(systems) - 1, 'system')} against "
         f"<code>{html.escape(result['baseline'])}</code></h1>",
         f'<p class="meta">references <code>{html.escape(reference_name)}</code>; '
-        f"{plural(reports[0]['segment_count'], 'segment')}; {html.escape(method)}</p>",
+        f"{plural(reports[0].segment_count, 'segment')}; {html.escape(method)}</p>",
         f'<p class="meta">signature <code>{html.escape(result["signature"])}</code></p>',
         f"<h2>Scores and 95% intervals</h2><figure>{interval_chart(systems)}<figcaption>Dots are corpus scores, "
         "lines the 95% bootstrap intervals; the baseline is first.</figcaption></figure>",
@@ -495,4 +284,4 @@ def compare_page(result: dict[str, Any], reference_name: str, reports: Sequence[
         '<h2>F per order</h2><div class="scroll"><table><thead><tr><th>system</th>'
         + "".join(f"<th>{label}</th>" for label in labels) + f"</tr></thead><tbody>{order_rows}</tbody></table></div>",
     ]
-    return _page(f"{metric_name(reports[0])} comparison: {result['baseline']}", "".join(body))
+    return _page(f"{metric_name(reports[0].settings)} comparison: {result['baseline']}", "".join(body))

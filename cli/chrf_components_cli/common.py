@@ -1,0 +1,62 @@
+"""What every command shares: exit codes, the one-line error, settings from flags, inputs and outputs."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import NoReturn
+
+import chrf_core
+
+from .lines import LineFile
+
+EXIT_INVALID, EXIT_USAGE, EXIT_REMOTE = 1, 2, 3
+FLAGS = {key: "--" + key.replace("_", "-") for key in chrf_core.SETTING_KEYS}
+
+
+class CommandError(Exception):
+    """A problem with the command's input: one line on stderr and exit code 2 (or ``code``)."""
+
+    def __init__(self, message: str, code: int = EXIT_USAGE) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with usage errors in one line (exit code 2), like every other error of the command line."""
+
+    def error(self, message: str) -> NoReturn:
+        sys.stderr.write(f"{self.prog}: error: {message} (see --help)\n")
+        raise SystemExit(EXIT_USAGE)
+
+
+def settings_from(args: argparse.Namespace) -> chrf_core.Settings:
+    """The scoring settings from the flags; a broken rule names the flag the user typed."""
+    request = {key: getattr(args, key) for key in chrf_core.SETTING_KEYS}
+    try:
+        return chrf_core.parse_settings(request)
+    except chrf_core.InvalidInputError as error:
+        if error.field == "word_order" and "both be 0" in error.detail:
+            raise CommandError("--char-order and --word-order cannot both be 0") from None
+        raise CommandError(f"{FLAGS.get(error.field or '', error.field)}: {error.detail}") from None
+
+
+def write_output(target: str, text: str) -> None:
+    """``text`` to a file, or to standard output for '-'."""
+    if target == "-":
+        sys.stdout.write(text)
+        return
+    try:
+        Path(target).write_text(text, encoding="utf-8")
+    except OSError as error:
+        raise CommandError(f"--html {target}: cannot write ({error.strerror or error})") from None
+    print(f"wrote {target}", file=sys.stderr)
+
+
+def open_inputs(*pairs: tuple[str, str]) -> list[LineFile]:
+    if sum(name == "-" for name, _ in pairs) > 1:
+        raise CommandError("only one input can be standard input (-)")
+    return [LineFile(name, label) for name, label in pairs]
+
+

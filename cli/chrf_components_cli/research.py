@@ -1,0 +1,118 @@
+"""The researchers' commands: `score` (explain a corpus score), `segments` (score every segment), `compare`
+(systems against a baseline, with significance)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+import chrf_core
+
+from .common import CommandError, open_inputs, settings_from, write_output
+from .lines import aligned_chunks
+
+
+def command_score(args: argparse.Namespace) -> int:
+    from . import corpus, pages, text
+
+    if args.html == "-" and args.json:
+        raise CommandError("--html - and --json both write to standard output; choose one")
+    settings = settings_from(args)
+    files = open_inputs((args.hyp_file, "HYP_FILE"), (args.ref_file, "REF_FILE"))
+    progress = corpus.progress_printer(files)
+    try:
+        result = corpus.score_files(files[0], files[1], settings, per_segment=bool(args.html),
+                                    worst=5 if args.html else 0, progress=progress)
+    finally:
+        corpus.finish_progress(progress)
+        for file in files:
+            file.close()
+    report = chrf_core.report_of(result.counts)
+    if args.html:
+        write_output(args.html, pages.score_page(report, args.hyp_file, args.ref_file, result.facts,
+                                                 result.histogram, result.worst))
+        if args.html == "-":
+            return 0
+    if args.json:
+        print(json.dumps(report.to_dict(), indent=2))
+    else:
+        print(text.table(report, result.facts))
+    return 0
+
+
+def command_segments(args: argparse.Namespace) -> int:
+    from . import corpus, text
+
+    settings = settings_from(args)
+    if args.worst is not None and args.worst < 1:
+        raise CommandError("--worst: must be a positive number of segments")
+    files = open_inputs((args.hyp_file, "HYP_FILE"), (args.ref_file, "REF_FILE"))
+    width = 3 * (settings.char_order + settings.word_order)
+    try:
+        if args.worst:
+            progress = corpus.progress_printer(files)
+            try:
+                result = corpus.score_files(files[0], files[1], settings, per_segment=True, worst=args.worst,
+                                            progress=progress)
+            finally:
+                corpus.finish_progress(progress)
+            print(text.worst_segments(result.worst, result.counts.segment_count, settings, sys.stdout.isatty()))
+            return 0
+        out = sys.stdout
+        line = 1
+        for hypotheses, references in aligned_chunks(files):
+            rows = chrf_core.segment_rows(hypotheses, references, settings)
+            for index in range(len(hypotheses)):
+                orders = corpus.segment_orders(rows, index, width)
+                if args.json:
+                    report = chrf_core.build_report(chrf_core.Counts(settings, 1, tuple(orders)))
+                    out.write(json.dumps({"line": line, **report}) + "\n")
+                else:
+                    out.write(f"{line}\t{chrf_core.score_text(chrf_core.exact_score(settings, orders))}\n")
+                line += 1
+    finally:
+        for file in files:
+            file.close()
+    return 0
+
+
+def command_compare(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from . import compare, pages, text
+
+    settings = settings_from(args)
+    if args.html == "-" and args.json:
+        raise CommandError("--html - and --json both write to standard output; choose one")
+    if args.bootstrap < 1 or args.randomization < 0:
+        raise CommandError("--bootstrap must be at least 1 and --randomization at least 0")
+    names = [args.baseline, *args.systems]
+    if len(set(names)) != len(names):
+        raise CommandError("BASELINE and SYSTEM files must be different files")
+    files = open_inputs(*[(name, "SYSTEM" if index else "BASELINE") for index, name in enumerate(names)],
+                        (args.ref_file, "REF"))
+    width = 3 * (settings.char_order + settings.word_order)
+    parts: list[compare.Blocks] = [[] for _ in names]
+    try:
+        for chunk in aligned_chunks(files):
+            references = chunk[-1]
+            for index, hypotheses in enumerate(chunk[:-1]):
+                rows = chrf_core.segment_rows(hypotheses, references, settings)
+                parts[index].append(np.frombuffer(rows, dtype=np.int64).reshape(-1, width).astype(np.int32))
+    finally:
+        for file in files:
+            file.close()
+    reports, systems = compare.compare(settings, names, parts, args.bootstrap, args.randomization, args.seed)
+    result = {"baseline": names[0], "signature": text.signature(settings), "systems": systems}
+    method = (f"paired approximate randomization, {args.randomization} trials" if args.randomization
+              else f"paired bootstrap resampling, {args.bootstrap} resamples") + f", seed {args.seed}"
+    if args.html:
+        write_output(args.html, pages.compare_page(result, args.ref_file, reports, method))
+        if args.html == "-":
+            return 0
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return 0
+    print(text.compare_table(systems, reports[0], method))
+    return 0

@@ -1,0 +1,109 @@
+"""The service's commands: `request` (one contract request, locally or on a deployed stack), `invoke` and `serve`
+(the template's function run locally, as Lambda and API Gateway run it), `pipeline run` (the deployed pipeline)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import chrf_core
+
+from .common import EXIT_INVALID, EXIT_REMOTE, CommandError, open_inputs, settings_from
+
+
+def read_bounded(name: str, limit: int) -> bytes:
+    """A file or standard input, refused if larger than ``limit`` bytes (read no further than that)."""
+    try:
+        if name == "-":
+            if sys.stdin is None:
+                raise CommandError("-: standard input is closed")
+            data = sys.stdin.buffer.read(limit + 1)
+        else:
+            with open(name, "rb") as file:
+                data = file.read(limit + 1)
+    except OSError as error:
+        raise CommandError(f"{name}: cannot read ({error.strerror or error})") from None
+    if len(data) > limit:
+        raise CommandError(f"{name}: larger than {limit} bytes, the API's payload limit")
+    return data
+
+
+def command_request(args: argparse.Namespace) -> int:
+    from .local_lambda import API_GATEWAY_PAYLOAD_LIMIT
+
+    raw = read_bounded(args.file, API_GATEWAY_PAYLOAD_LIMIT)
+    if args.url or args.function:
+        from . import remote
+
+        try:
+            if args.url:
+                status, body = remote.post_signed(args.url, raw)
+                print(body)
+                return 0 if 200 <= status < 300 else EXIT_INVALID if status == 400 else EXIT_REMOTE
+            payload, failed = remote.invoke_function(args.function, raw)
+        except remote.RemoteError as error:
+            raise CommandError(str(error), EXIT_REMOTE) from None
+        print(json.dumps(payload, ensure_ascii=False))
+        if failed:
+            return EXIT_INVALID if payload.get("errorType") == "InvalidInputError" else EXIT_REMOTE
+        return 0
+    try:
+        output = chrf_core.score(chrf_core.decode_request(raw, source="request"))
+    except chrf_core.InvalidInputError as error:
+        print(error.envelope())
+        return EXIT_INVALID
+    print(json.dumps(output))
+    return 0
+
+
+def command_invoke(args: argparse.Namespace) -> int:
+    import contextlib
+
+    from . import local_lambda
+
+    try:
+        template = local_lambda.find_template(args.template)
+        event = json.loads(Path(args.event_file).read_text(encoding="utf-8"))
+    except local_lambda.TemplateError as error:
+        raise CommandError(str(error)) from None
+    except OSError as error:
+        raise CommandError(f"{args.event_file}: cannot read ({error.strerror or error})") from None
+    except ValueError as error:
+        raise CommandError(f"{args.event_file}: not a JSON event ({error})") from None
+    # Like `sam local invoke`: the function's logs and metrics go to stderr, the response alone to stdout.
+    with contextlib.redirect_stdout(sys.stderr):
+        try:
+            handler = local_lambda.load_handler(args.function, template)
+        except local_lambda.TemplateError as error:
+            raise CommandError(str(error)) from None
+        result = local_lambda.invoke(handler, event)
+    print(json.dumps(result, ensure_ascii=False))
+    return 0
+
+
+def command_serve(args: argparse.Namespace) -> int:
+    from . import local_lambda, server
+
+    try:
+        template = local_lambda.find_template(args.template)
+        return server.serve(args.host, args.port, template, args.workers, args.iam, args.region)
+    except (local_lambda.TemplateError, server.ServeError) as error:
+        raise CommandError(str(error)) from None
+
+
+def command_pipeline_run(args: argparse.Namespace) -> int:
+    from . import remote
+
+    settings = settings_from(args)
+    files = open_inputs((args.hyp_file, "HYP_FILE"), (args.ref_file, "REF_FILE"))
+    try:
+        return remote.run_pipeline(args.stack, files, settings, as_json=args.json)
+    except remote.RemoteError as error:
+        raise CommandError(str(error), EXIT_REMOTE) from None
+    finally:
+        for file in files:
+            file.close()
+
+
