@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import html
 import math
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -57,9 +58,9 @@ class Svg:
                           f"{html.escape(content)}</text>")
 
     def render(self) -> str:
-        # Drawn at up to 1.25x its size on wide screens; on narrow ones no smaller than 560 units wide (its
-        # figure scrolls sideways instead), so the labels stay readable on a phone.
-        style = f"max-width:{1.25 * self.width:.0f}px;min-width:{min(self.width, 560):.0f}px"
+        # Drawn at up to 1.25x its size on wide screens; on narrow ones at no less than 3/4 of it, so that text
+        # stays at 9 px or more (a figure wider than the screen then scrolls sideways).
+        style = f"max-width:{1.25 * self.width:.0f}px;min-width:{0.75 * self.width:.0f}px"
         return (f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {self.width:.0f} {self.height:.0f}" '
                 f'style="{style}" role="img" aria-label="{html.escape(self.label)}">' + "".join(self.parts) + "</svg>")
 
@@ -72,7 +73,7 @@ def text_width(content: str, size: int = FONT) -> float:
 def order_chart(report: chrf_core.Report) -> str:
     """Grouped bars of precision, recall and F per order, on a 0..1 axis, with the legend above the plot."""
     orders = report.orders
-    left, top, plot_height, group, bar_width = 40, 36, 180, 66, 16
+    left, top, plot_height, group, bar_width = 34, 36, 180, 48, 13
     legend = sum(16 + text_width(LABELS[key]) + 18 for key in COLOURS)
     svg = Svg(left + max(group * len(orders), legend) + 12, top + plot_height + 30,
               "precision, recall and F per n-gram order")
@@ -99,7 +100,7 @@ def order_chart(report: chrf_core.Report) -> str:
 
 def histogram_chart(histogram: Sequence[int]) -> str:
     """Segment scores in bins of 5 points."""
-    left, top, plot_width, plot_height = 44, 14, 600, 160
+    left, top, plot_width, plot_height = 34, 14, 380, 160
     svg = Svg(left + plot_width + 16, top + plot_height + 40, "histogram of segment scores")
     peak = max(histogram) or 1
     bin_width = plot_width / len(histogram)
@@ -120,15 +121,14 @@ def histogram_chart(histogram: Sequence[int]) -> str:
 
 
 def interval_chart(systems: Sequence[dict[str, Any]]) -> str:
-    """Each system's corpus score (dot) and its 95% bootstrap interval (line), baseline first."""
-    names = [_clip(system["name"], 28) for system in systems]
-    left = 16 + max(text_width(name) for name in names)
-    plot_width, row, top = 420, 30, 30
+    """Each system's corpus score (dot) and its 95% bootstrap interval (line), baseline first; each name above
+    its line, so long file names take no width from the plot."""
+    left, plot_width, row, top = 12, 320, 40, 30
     low: float = min(min(s["ci"][0], s["score"]) for s in systems)
     high: float = max(max(s["ci"][1], s["score"]) for s in systems)
     span = max(high - low, 1.0)
     low, high = low - 0.08 * span, high + 0.08 * span
-    svg = Svg(left + plot_width + 70, top + row * len(systems) + 16, "scores with 95% confidence intervals")
+    svg = Svg(left + plot_width + 56, top + row * len(systems), "scores with 95% confidence intervals")
 
     def at(value: float) -> float:
         return left + (value - low) / (high - low) * plot_width
@@ -136,9 +136,10 @@ def interval_chart(systems: Sequence[dict[str, Any]]) -> str:
     for tick in nice_ticks(low, high):
         svg.line(at(tick), top - 8, at(tick), top + row * len(systems) - 8)
         svg.text(at(tick), top - 12, f"{tick:g}", anchor="middle")
-    for index, (system, name) in enumerate(zip(systems, names)):
-        y = top + index * row + 8
-        svg.text(left - 8, y + 4, name, anchor="end")
+    for index, system in enumerate(systems):
+        y = top + index * row + 22
+        prefix = "baseline: " if index == 0 else f"{index}: "
+        svg.text(left, y - 9, prefix + _clip(system["name"], int((plot_width + 50) / text_width("x")) - len(prefix)))
         svg.line(at(system["ci"][0]), y, at(system["ci"][1]), y, "#3b6fc4", 3)
         svg.circle(at(system["score"]), y, 5, "#d9822b" if index else "#222")
         svg.text(left + plot_width + 8, y + 4, f"{system['score']:.3f}")
@@ -158,6 +159,7 @@ def nice_ticks(low: float, high: float, most: int = 6) -> list[float]:
 
 
 def _clip(text: str, limit: int) -> str:
+    """The end of a text (a path's file name) when it is longer than ``limit``."""
     return text if len(text) <= limit else "…" + text[-(limit - 1):]
 
 
@@ -176,8 +178,9 @@ td:first-child,th:first-child{text-align:left} mark{background:#ffd6d6;color:#90
 .segment{background:#fff;border:1px solid #ddd;border-radius:6px;padding:.5rem .75rem;margin:.5rem 0}
 .segment p{margin:.2rem 0;overflow-wrap:anywhere} .label{color:#777;display:inline-block;min-width:6.5rem}
 .significant{font-weight:600}
-@media (max-width:600px){main{padding:.5rem .6rem 2rem} h1{font-size:1.3rem} td,th{padding:.2rem .35rem}
-.label{display:block}}
+td.name{white-space:normal;overflow-wrap:anywhere;min-width:6rem;text-align:left}
+@media (max-width:600px){main{padding:.5rem .6rem 2rem} h1{font-size:1.3rem} table{font-size:.8rem}
+td,th{padding:.15rem .25rem} th{white-space:normal} .wide{display:none} .label{display:block}}
 """
 
 
@@ -187,8 +190,8 @@ def _page(title: str, body: str) -> str:
             f"<title>{html.escape(title)}</title><style>{STYLE}</style></head><body><main>{body}</main></body></html>\n")
 
 
-def _f_text(order: chrf_core.OrderScore) -> str:
-    return "–" if order.f_score is None else f"{float(order.f_score):.4f}"
+def _decimal(fraction: Any) -> str:
+    return "–" if fraction is None else f"{float(fraction):.4f}"
 
 
 def _exact(fraction: Any) -> str:
@@ -196,14 +199,18 @@ def _exact(fraction: Any) -> str:
 
 
 def _order_table(report: chrf_core.Report) -> str:
+    """Counts and scores per order; the exact fractions in columns a narrow screen leaves out."""
     rows = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(str(cell))}</td>" for cell in (
-            f"{o.type} {o.n}", o.hypothesis_ngrams, o.reference_ngrams, o.matching_ngrams,
-            _exact(o.precision), _exact(o.recall), _exact(o.f_score), _f_text(o))) + "</tr>"
+        f"<tr><td>{o.type} {o.n}</td><td>{o.hypothesis_ngrams}</td><td>{o.reference_ngrams}</td>"
+        f"<td>{o.matching_ngrams}</td><td>{_decimal(o.precision)}</td><td>{_decimal(o.recall)}</td>"
+        f"<td>{_decimal(o.f_score)}</td>" + "".join(f'<td class="wide">{_exact(value)}</td>'
+                                                   for value in (o.precision, o.recall, o.f_score)) + "</tr>"
         for o in report.orders
     )
-    return ('<div class="scroll"><table><thead><tr><th>order</th><th>hyp n-grams</th><th>ref n-grams</th>'
-            "<th>matches</th><th>precision</th><th>recall</th><th>F (exact)</th><th>F</th></tr></thead>"
+    return ('<div class="scroll"><table><thead><tr><th>order</th><th title="hypothesis n-grams">hyp</th>'
+            '<th title="reference n-grams">ref</th><th title="matching n-grams (clipped)">match</th>'
+            '<th>P</th><th>R</th><th>F</th><th class="wide">P (exact)</th>'
+            '<th class="wide">R (exact)</th><th class="wide">F (exact)</th></tr></thead>'
             f"<tbody>{rows}</tbody></table></div>")
 
 
@@ -254,34 +261,39 @@ def compare_page(result: dict[str, Any], reference_name: str, reports: Sequence[
     """A self-contained comparison: the systems with their intervals, deltas and p-values, and each system's
     per-order F."""
     systems = result["systems"]
-    rows = []
+    rows: list[str] = []
     for system in systems:
         delta = "–" if system["p_value"] is None else f"{system['delta']:+.4f}"
         p_value = "–" if system["p_value"] is None else f"{system['p_value']:.4f}"
         klass = ' class="significant"' if system["p_value"] is not None and system["p_value"] < 0.05 else ""
         mark = " *" if klass else ""
-        rows.append(f"<tr{klass}><td>{html.escape(system['name'])}</td><td>{system['score']:.6f}</td>"
-                    f"<td>{system['ci'][0]:.4f} – {system['ci'][1]:.4f}</td><td>{delta}</td>"
-                    f"<td>{p_value}{mark}</td></tr>")
-    labels = [f"{o.type} {o.n}" for o in reports[0].orders]
-    order_rows = "".join(
-        f"<tr><td>{html.escape(system['name'])}</td>"
-        + "".join(f"<td>{_f_text(o)}</td>" for o in report.orders) + "</tr>"
-        for system, report in zip(systems, reports)
+        label = "baseline" if not rows else f"{len(rows)}"
+        rows.append(f'<tr{klass}><td class="name" title="{html.escape(system["name"])}">{label}: '
+                    f"{html.escape(os.path.basename(system['name']) or system['name'])}</td>"
+                    f"<td>{system['score']:.6f}</td><td class=\"wide\">{system['ci'][0]:.3f} – "
+                    f"{system['ci'][1]:.3f}</td><td>{delta}</td><td>{p_value}{mark}</td></tr>")
+    labels = ["baseline", *map(str, range(1, len(systems)))]
+    files = "".join(f"<li>{label}: <code>{html.escape(system['name'])}</code></li>"
+                    for label, system in zip(labels, systems))
+    order_rows = "".join(  # one row per order, one column per system: as narrow as the systems are few
+        f"<tr><td>{order.type} {order.n}</td>"
+        + "".join(f"<td>{_decimal(report.orders[index].f_score)}</td>" for report in reports) + "</tr>"
+        for index, order in enumerate(reports[0].orders)
     )
     body = [
-        f"<h1>{html.escape(metric_name(reports[0].settings))}: {plural(len(systems) - 1, 'system')} against "
-        f"<code>{html.escape(result['baseline'])}</code></h1>",
-        f'<p class="meta">references <code>{html.escape(reference_name)}</code>; '
-        f"{plural(reports[0].segment_count, 'segment')}; {html.escape(method)}</p>",
+        f"<h1>{html.escape(metric_name(reports[0].settings))}: {plural(len(systems) - 1, 'system')} against the "
+        "baseline</h1>",
+        f'<ul class="meta">{files}<li>references: <code>{html.escape(reference_name)}</code></li></ul>',
+        f'<p class="meta">{plural(reports[0].segment_count, "segment")}; {html.escape(method)}</p>',
         f'<p class="meta">signature <code>{html.escape(result["signature"])}</code></p>',
         f"<h2>Scores and 95% intervals</h2><figure>{interval_chart(systems)}<figcaption>Dots are corpus scores, "
         "lines the 95% bootstrap intervals; the baseline is first.</figcaption></figure>",
-        '<div class="scroll"><table><thead><tr><th>system</th><th>score</th><th>95% CI</th><th>Δ vs baseline</th>'
+        '<div class="scroll"><table><thead><tr><th>system</th><th>score</th><th class="wide">95% CI</th>'
+        "<th>Δ vs baseline</th>"
         f"<th>p-value</th></tr></thead><tbody>{''.join(rows)}</tbody></table></div>",
         '<p class="meta">* p &lt; 0.05: the difference from the baseline is unlikely under the null hypothesis '
         "that the systems are equally good.</p>",
-        '<h2>F per order</h2><div class="scroll"><table><thead><tr><th>system</th>'
+        '<h2>F per order</h2><div class="scroll"><table><thead><tr><th>order</th>'
         + "".join(f"<th>{label}</th>" for label in labels) + f"</tr></thead><tbody>{order_rows}</tbody></table></div>",
     ]
     return _page(f"{metric_name(reports[0].settings)} comparison: {result['baseline']}", "".join(body))
