@@ -76,7 +76,7 @@ def table(report: chrf_core.Report, facts: Any = None) -> str:
     notes = diagnosis(report, facts)
     if notes:
         lines += ["", "What stands out:"] + [f"  - {note}" for note in notes]
-    return "\n".join(lines)
+    return "\n".join(line.rstrip() for line in lines)
 
 
 def _span(orders: list[chrf_core.OrderScore]) -> str:

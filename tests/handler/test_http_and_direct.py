@@ -1,6 +1,5 @@
 """The handler through API Gateway events (HTTP API v2, REST v1) and direct invocation."""
 
-import base64
 import copy
 import json
 import math
@@ -245,6 +244,3 @@ def test_fuzzed_direct_invocations_return_output_or_raise_only_invalid_input(han
         return
     OUTPUT_VALIDATOR.validate(output)
 
-
-def test_base64_helper_round_trip_sanity():
-    assert base64.b64decode(http_v2_event("{}", base64_body=True)["body"]) == b"{}"
