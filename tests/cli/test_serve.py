@@ -27,16 +27,6 @@ schema = schemathesis.openapi.from_path(str(OPENAPI_PATH))
 
 
 @pytest.fixture(scope="module")
-def running():
-    server = make_server("127.0.0.1", 0, ROOT / "template.yaml", workers=2)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield server
-    server.shutdown()
-    server.server_close()
-
-
-@pytest.fixture(scope="module")
 def base_url(running):
     return f"http://127.0.0.1:{running.server_address[1]}"
 

@@ -45,22 +45,23 @@ def start(monkeypatch_env, token):
     return server
 
 
-@pytest.fixture(scope="module")
-def with_token():
+def serving(token):
+    """`serve --iam` on loopback with these credentials (and ``token``): its execute URL, while the test module runs."""
     with pytest.MonkeyPatch.context() as patch:
-        server = start(patch, TOKEN)
+        server = start(patch, token)
         yield f"http://127.0.0.1:{server.server_address[1]}{EXECUTE}"
     server.shutdown()
     server.server_close()
+
+
+@pytest.fixture(scope="module")
+def with_token():
+    yield from serving(TOKEN)
 
 
 @pytest.fixture(scope="module")
 def without_token():
-    with pytest.MonkeyPatch.context() as patch:
-        server = start(patch, None)
-        yield f"http://127.0.0.1:{server.server_address[1]}{EXECUTE}"
-    server.shutdown()
-    server.server_close()
+    yield from serving(None)
 
 
 def send(url, headers, body):

@@ -20,21 +20,9 @@ import time
 import pytest
 from support import CONTRACT, ROOT
 
-from chrf_components_cli.server import make_server
-
 EXECUTE = CONTRACT["execute_url"]
 EXAMPLE = CONTRACT["examples"][0]
 BODY = json.dumps(EXAMPLE["input"])
-
-
-@pytest.fixture(scope="module")
-def running():
-    server = make_server("127.0.0.1", 0, ROOT / "template.yaml", workers=2)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield server
-    server.shutdown()
-    server.server_close()
 
 
 def post(connection):
