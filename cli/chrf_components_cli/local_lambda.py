@@ -15,7 +15,7 @@ import pathlib
 import sys
 import time
 import uuid
-from typing import Any
+from typing import Any, NamedTuple
 
 DEFAULT_FUNCTION = "ChrfComponentsFunction"
 TEMPLATE_NAME = "template.yaml"
@@ -86,6 +86,31 @@ def function_paths(
     return (root / properties["CodeUri"]).resolve(), properties["Handler"], layer_dirs
 
 
+class FunctionConfig(NamedTuple):
+    """What Lambda runs a function with, besides its code: the template's Timeout, MemorySize and environment."""
+
+    timeout: int
+    memory_mb: int
+    environment: dict[str, str]
+
+
+def function_config(template: dict[str, Any], logical_id: str) -> FunctionConfig:
+    """A function's configuration, Globals merged in; an environment value that refers to a parameter takes the
+    parameter's default, and one that needs the deployed stack (other intrinsics) is left out."""
+    globals_function = template.get("Globals", {}).get("Function", {})
+    properties = template["Resources"][logical_id]["Properties"]
+    parameters = template.get("Parameters", {})
+    environment: dict[str, str] = {}
+    for source in (globals_function, properties):
+        for name, value in (source.get("Environment", {}).get("Variables") or {}).items():
+            if isinstance(value, dict) and set(value) == {"Ref"} and value["Ref"] in parameters:
+                value = parameters[value["Ref"]].get("Default")
+            if isinstance(value, (str, int, float, bool)):
+                environment[name] = str(value).lower() if isinstance(value, bool) else str(value)
+    setting = {**globals_function, **properties}
+    return FunctionConfig(int(setting.get("Timeout", 3)), int(setting.get("MemorySize", 128)), environment)
+
+
 def load_handler(logical_id: str = DEFAULT_FUNCTION, template_path: pathlib.Path | None = None) -> Any:
     """Import the function's handler from its CodeUri, with its layers on the path, and return it."""
     path = template_path or find_template()
@@ -104,12 +129,13 @@ def load_handler(logical_id: str = DEFAULT_FUNCTION, template_path: pathlib.Path
 class LambdaContext:
     """The attributes of Lambda's context object that Powertools and handlers read."""
 
-    def __init__(self, function_name: str = "chrf-components-local", memory_mb: int = 1024, timeout_s: int = 10):
+    def __init__(self, function_name: str = "chrf-components-local", memory_mb: int = 1024, timeout_s: int = 10,
+                 request_id: str | None = None):
         self.function_name = function_name
         self.function_version = "$LATEST"
         self.memory_limit_in_mb = memory_mb
         self.invoked_function_arn = f"arn:aws:lambda:us-east-1:123456789012:function:{function_name}"
-        self.aws_request_id = str(uuid.uuid4())
+        self.aws_request_id = request_id or str(uuid.uuid4())
         self.log_group_name = f"/aws/lambda/{function_name}"
         self.log_stream_name = "local"
         self._deadline = time.monotonic() + timeout_s

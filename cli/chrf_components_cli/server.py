@@ -1,25 +1,26 @@
-"""`chrf-components serve`: the API on loopback without Docker, like `sam local start-api`.
+"""`chrf-components serve`: the service on loopback without Docker, like `sam local start-api` and
+`sam local start-lambda` at once, on one port.
+
+* The HTTP API: each request becomes an API Gateway HTTP API (payload v2) event for the API function, and its
+  answer the proxy integration's response.
+* The Lambda Invoke API (`POST /2015-03-31/functions/{FunctionName}/invocations`) for every function of the
+  template, by logical id (or an ARN ending in it), as boto3, the AWS CLI, `AWS_ENDPOINT_URL_LAMBDA` or Step
+  Functions Local call it: RequestResponse, Event and DryRun invocations, `LogType: Tail`, function errors with
+  `X-Amz-Function-Error`, and AWS's error shapes.
 
 The HTTP front door is waitress, a maintained pure-Python WSGI server: it reads every request in full (headers
 and body, chunked or not) on its own event loop before a thread sees it, so slow or idle clients hold no thread;
 it keeps connections alive, validates Content-Length, caps the body at API Gateway's 10 MB payload limit (413),
-closes idle connections, and keeps a deep listen backlog. What is ours sits behind it: each request becomes an
-API Gateway HTTP API (payload v2) event for the template's function; with ``--iam`` the SigV4 signature is
-checked first, as the deployed API's IAM authorization does; log lines are escaped and never carry a body.
-
-Invocations run in a pool of worker processes, each holding the function loaded once, the way Lambda runs one
-invocation at a time per execution environment and several side by side: a slow invocation holds one worker,
-never the others. SIGINT (Ctrl-C) and SIGTERM stop the server and every worker; a worker whose server died
-exits on its own.
+closes idle connections, and keeps a deep listen backlog. With ``--iam`` the SigV4 signature is checked first, as
+the deployed API's IAM authorization (service execute-api) and Lambda (service lambda) check it. Log lines are
+escaped and never carry a body. The functions run in worker processes as Lambda runs them (lambda_runtime.py).
+SIGINT (Ctrl-C) and SIGTERM stop the server and every worker.
 """
 
 from __future__ import annotations
 
 import base64
-import concurrent.futures
 import json
-import multiprocessing
-import os
 import pathlib
 import re
 import signal
@@ -30,15 +31,19 @@ import uuid
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import unquote
 
 import chrf_core
 
-from . import local_lambda
+from . import lambda_runtime, local_lambda
+from .lambda_runtime import Functions
 
 CONNECTION_TIMEOUT = 30  # seconds a connection may stay idle before the server closes it
 CONNECTION_LIMIT = 1000  # connections open at once; more wait in the listen backlog
 BACKLOG = 1024  # connections the kernel queues before the server accepts them
 JSON_HEADERS = [("Content-Type", "application/json")]
+INVOKE_PATH = re.compile(r"/2015-03-31/functions/([^/]+)/invocations")  # the Lambda Invoke API
+INVOKE_PAYLOAD_LIMIT = 6 * 1024 * 1024  # bytes of payload Lambda accepts for an invocation
 CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\\]")
 
 StartResponse = Callable[[str, list[tuple[str, str]]], Any]
@@ -91,99 +96,110 @@ def http_api_event(method: str, target: str, headers: dict[str, str], body: byte
     }
 
 
-# ---- the function's execution environments (worker processes) --------------------------------------------------
-
-_handler: Any = None
-
-
-def _exit_with_parent(parent: int) -> None:
-    while os.getppid() == parent:
-        time.sleep(0.5)
-    os._exit(0)
-
-
-def _load_in_worker(template: str, parent: int) -> None:
-    """Worker start: the server handles Ctrl-C and stops the workers itself; the function's output (logs,
-    metrics) goes to stderr, as `sam local start-api` shows it; a worker whose server is gone exits."""
-    global _handler
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    sys.stdout = sys.stderr
-    threading.Thread(target=_exit_with_parent, args=(parent,), daemon=True).start()
-    _handler = local_lambda.load_handler(local_lambda.DEFAULT_FUNCTION, pathlib.Path(template))
-
-
-def _invoke_in_worker(event: dict[str, Any]) -> Any:
-    return local_lambda.invoke(_handler, event, local_lambda.LambdaContext())
-
-
-def _ready(_: int) -> bool:
-    return _handler is not None
-
-
-class Functions:
-    """A pool of worker processes, each with the function loaded: invocations run side by side."""
-
-    def __init__(self, template: pathlib.Path, workers: int) -> None:
-        # A template without the function fails here, in one line, before any worker starts.
-        local_lambda.function_paths(local_lambda.load_template(template), local_lambda.DEFAULT_FUNCTION,
-                                    template.parent)
-        context = multiprocessing.get_context("spawn")
-        self.pool = concurrent.futures.ProcessPoolExecutor(
-            max_workers=workers, mp_context=context, initializer=_load_in_worker,
-            initargs=(str(template), os.getpid()),
-        )
-        list(self.pool.map(_ready, range(workers)))  # load the function now, not on the first request
-
-    def invoke(self, event: dict[str, Any]) -> Any:
-        return self.pool.submit(_invoke_in_worker, event).result()
-
-    def close(self) -> None:
-        self.pool.shutdown(wait=True, cancel_futures=True)
-
-
 # ---- HTTP front ------------------------------------------------------------------------------------------------
 
 
 class Gateway:
-    """The WSGI application: what API Gateway does in front of the function (SigV4 with --iam, the event, the
-    proxy integration's response), and one escaped, text-free log line per request."""
+    """The WSGI application, both APIs on one port: the HTTP API as API Gateway serves it (SigV4 for execute-api
+    with --iam, the event, the proxy integration's response) and the Lambda Invoke API as Lambda serves it
+    (SigV4 for lambda with --iam), with one escaped, text-free log line per request."""
 
     def __init__(self, functions: Functions, credentials: Any = None, region: str | None = None) -> None:
         self.functions, self.credentials, self.region = functions, credentials, region
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         method, target = environ["REQUEST_METHOD"], environ.get("REQUEST_URI") or environ.get("PATH_INFO", "/")
-        status, headers, data = self.respond(method, target, request_headers(environ), read_body(environ),
-                                             environ.get("REMOTE_ADDR", ""))
+        headers, body = request_headers(environ), read_body(environ)
+        function = INVOKE_PATH.fullmatch(target.partition("?")[0])
+        if function and method == "POST":
+            status, response_headers, data = self.invoke_api(unquote(function[1]), target, headers, body)
+        else:
+            status, response_headers, data = self.http_api(method, target, headers, body,
+                                                           environ.get("REMOTE_ADDR", ""))
         start_response(f"{status} {STATUS_TEXT.get(status, 'Status')}",
-                       [*headers, ("Content-Length", str(len(data)))])
+                       [*response_headers, ("Content-Length", str(len(data)))])
         sys.stderr.write(f"{time.strftime('%H:%M:%S')} {environ.get('REMOTE_ADDR', '')} "
                          f"\"{escaped(method, 16)} {escaped(target)}\" {status} {len(data)}\n")
         return [data]
 
-    def respond(self, method: str, target: str, headers: dict[str, str], body: bytes,
-                source_ip: str) -> tuple[int, list[tuple[str, str]], bytes]:
-        if self.credentials is not None:
-            from .sigv4 import SignatureError, verify
+    def refused(self, method: str, target: str, headers: dict[str, str], body: bytes, service: str) -> str | None:
+        """Why the signature does not hold (with --iam), if it does not."""
+        if self.credentials is None:
+            return None
+        from .sigv4 import SignatureError, verify
 
-            try:
-                verify(method, f"http://{headers.get('host', '')}{target}", headers, body, self.credentials,
-                       str(self.region))
-            except SignatureError as error:
-                return 403, JSON_HEADERS, json.dumps({"message": str(error)}).encode()
-        result = self.functions.invoke(http_api_event(method, target, headers, body, source_ip))
-        if not isinstance(result, dict) or "statusCode" not in result:
+        try:
+            verify(method, f"http://{headers.get('host', '')}{target}", headers, body, self.credentials,
+                   str(self.region), service)
+        except SignatureError as error:
+            return str(error)
+        return None
+
+    def http_api(self, method: str, target: str, headers: dict[str, str], body: bytes,
+                 source_ip: str) -> tuple[int, list[tuple[str, str]], bytes]:
+        refusal = self.refused(method, target, headers, body, "execute-api")
+        if refusal:
+            return 403, JSON_HEADERS, json.dumps({"message": refusal}).encode()
+        api = self.functions.get(local_lambda.DEFAULT_FUNCTION)
+        assert api is not None
+        result = api.invoke(http_api_event(method, target, headers, body, source_ip))
+        response = json.loads(result.payload)
+        if result.failed or not isinstance(response, dict) or "statusCode" not in response:
             # The function raised: API Gateway's proxy integration answers 500 with this body.
             return 500, JSON_HEADERS, b'{"message": "Internal Server Error"}'
-        payload = result.get("body") or ""
-        data = base64.b64decode(payload) if result.get("isBase64Encoded") else payload.encode("utf-8")
-        response_headers = [(str(name), str(value)) for name, value in (result.get("headers") or {}).items()
+        payload = response.get("body") or ""
+        data = base64.b64decode(payload) if response.get("isBase64Encoded") else payload.encode("utf-8")
+        response_headers = [(str(name), str(value)) for name, value in (response.get("headers") or {}).items()
                             if str(name).lower() not in ("content-length", "connection", "transfer-encoding")]
-        return int(result["statusCode"]), response_headers, data
+        return int(response["statusCode"]), response_headers, data
+
+    def invoke_api(self, name: str, target: str, headers: dict[str, str],
+                   body: bytes) -> tuple[int, list[tuple[str, str]], bytes]:
+        """POST /2015-03-31/functions/{FunctionName}/invocations, as Lambda answers it."""
+        refusal = self.refused("POST", target, headers, body, "lambda")
+        if refusal:
+            return lambda_error(403, "UnrecognizedClientException", refusal)
+        logical_id = name.rpartition(":function:")[2].partition(":")[0] if ":function:" in name else name
+        runtime = self.functions.get(logical_id)
+        if runtime is None:
+            return lambda_error(404, "ResourceNotFoundException",
+                                f"Function not found: arn:aws:lambda:{self.region or 'us-east-1'}:123456789012:"
+                                f"function:{escaped(name, 64)}")
+        if len(body) > INVOKE_PAYLOAD_LIMIT:
+            return lambda_error(413, "RequestTooLargeException",
+                                f"Request must be smaller than {INVOKE_PAYLOAD_LIMIT} bytes for the InvokeFunction "
+                                "operation")
+        try:
+            event = json.loads(body) if body else {}
+        except ValueError:
+            return lambda_error(400, "InvalidRequestContentException", "Could not parse request body into json")
+        invocation_type = headers.get("x-amz-invocation-type", "RequestResponse")
+        if invocation_type == "DryRun":
+            return 204, [], b""
+        if invocation_type == "Event":
+            threading.Thread(target=runtime.invoke, args=(event,), daemon=True).start()
+            return 202, [], b""
+        if invocation_type != "RequestResponse":
+            return lambda_error(400, "InvalidParameterValueException", "Invalid invocation type")
+        result = runtime.invoke(event)
+        response_headers = [("Content-Type", "application/json"), ("X-Amz-Executed-Version", "$LATEST"),
+                            ("X-Amzn-RequestId", result.request_id)]
+        if result.failed:
+            response_headers.append(("X-Amz-Function-Error", "Unhandled"))
+        if headers.get("x-amz-log-type") == "Tail":
+            tail = result.log.encode("utf-8")[-lambda_runtime.TAIL_BYTES:]
+            response_headers.append(("X-Amz-Log-Result", base64.b64encode(tail).decode("ascii")))
+        return 200, response_headers, result.payload.encode("utf-8")
 
 
-STATUS_TEXT = {200: "OK", 400: "Bad Request", 403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed",
-               413: "Payload Too Large", 500: "Internal Server Error"}
+def lambda_error(status: int, error_type: str, message: str) -> tuple[int, list[tuple[str, str]], bytes]:
+    """An error of the Lambda API, in AWS's JSON shape (the type in x-amzn-ErrorType and the body)."""
+    body = json.dumps({"Type": "User", "message": message, "__type": error_type}).encode()
+    return status, [*JSON_HEADERS, ("x-amzn-ErrorType", error_type)], body
+
+
+STATUS_TEXT = {200: "OK", 202: "Accepted", 204: "No Content", 400: "Bad Request", 403: "Forbidden", 404: "Not Found",
+               405: "Method Not Allowed", 413: "Payload Too Large", 500: "Internal Server Error"}
 
 
 def request_headers(environ: dict[str, Any]) -> dict[str, str]:
@@ -278,6 +294,8 @@ def serve(host: str, port: int, template: pathlib.Path, workers: int = 4, iam: b
     url = f"http://{host}:{server.server_address[1]}"
     signed = f", SigV4 for execute-api in {server.region} required" if iam else ""
     print(f"serving POST {url}{chrf_core.EXECUTE_PATH} ({workers} workers{signed}; Ctrl-C to stop)", file=sys.stderr)
+    print(f"and the Lambda Invoke API at {url} for {', '.join(server.functions.runtimes)} "
+          f"(boto3 endpoint_url, aws --endpoint-url, AWS_ENDPOINT_URL_LAMBDA)", file=sys.stderr)
     example = json.dumps({"hypotheses": ["the cat sat"], "references": ["the cat sat down"]})
     print(f"try: curl -s {url}{chrf_core.EXECUTE_PATH} -d '{example}'", file=sys.stderr)
     previous = signal.signal(signal.SIGTERM, _stop_on_sigterm)

@@ -195,3 +195,31 @@ def test_verify_recomputes_the_payload_hash_from_the_body_not_the_header():
     with pytest.raises(sigv4.SignatureError, match="X-Amz-Content-SHA256 does not match the body"):
         sigv4.verify("POST", url, {**headers, "X-Amz-Content-SHA256": sigv4.hashlib.sha256(FORGED).hexdigest()},
                      FORGED + b" ", credentials, REGION)
+
+
+# ---- the Lambda Invoke API: SigV4 for service lambda ------------------------------------------------------------
+
+
+def test_boto3_signs_lambda_invocations_that_serve_iam_accepts_and_forged_ones_it_refuses(with_token):
+    import boto3
+    from botocore.config import Config
+    from botocore.exceptions import ClientError
+
+    endpoint = with_token.removesuffix(EXECUTE)
+
+    def client(**credentials):
+        return boto3.client("lambda", endpoint_url=endpoint, region_name=credentials.pop("region", REGION),
+                            config=Config(retries={"max_attempts": 1}),
+                            **{"aws_access_key_id": KEY, "aws_secret_access_key": SECRET, "aws_session_token": TOKEN,
+                               **credentials})
+
+    response = client().invoke(FunctionName="ChrfComponentsFunction", Payload=BODY)
+    assert json.loads(response["Payload"].read()) == EXAMPLE["output"]
+    for wrong in ({"region": "nowhere-1"}, {"aws_session_token": "someone-elses"}, {"aws_secret_access_key": "x"}):
+        with pytest.raises(ClientError) as caught:
+            client(**wrong).invoke(FunctionName="ChrfComponentsFunction", Payload=BODY)
+        assert caught.value.response["ResponseMetadata"]["HTTPStatusCode"] == 403
+    # A signature for the HTTP API's service does not open the Invoke API, nor the other way round.
+    invoke_url = f"{endpoint}/2015-03-31/functions/ChrfComponentsFunction/invocations"
+    assert send(invoke_url, botocore_headers(invoke_url, BODY), BODY)[0] == 403
+    assert send(with_token, botocore_headers(with_token, BODY, service="lambda"), BODY)[0] == 403
