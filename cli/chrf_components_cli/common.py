@@ -60,3 +60,22 @@ def open_inputs(*pairs: tuple[str, str]) -> list[LineFile]:
     return [LineFile(name, label) for name, label in pairs]
 
 
+
+
+AWS_EXTRA = {"aws_lambda_powertools": "aws-lambda-powertools", "yaml": "pyyaml", "boto3": "boto3",
+             "waitress": "waitress"}  # module -> the package the aws extra installs
+
+
+def need_aws_extra(command: str, modules: tuple[str, ...] = tuple(AWS_EXTRA)) -> None:
+    """The service's commands need the aws extra: say which, in one line, when it is not installed."""
+    import importlib.util
+
+    def installed(module: str) -> bool:
+        try:
+            return importlib.util.find_spec(module) is not None
+        except ImportError:  # there, but it cannot be imported: as good as missing
+            return False
+
+    missing = [AWS_EXTRA[module] for module in modules if not installed(module)]
+    if missing:
+        raise CommandError(f"{command} needs {', '.join(missing)}: pip install 'chrf-components[aws]'")

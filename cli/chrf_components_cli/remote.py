@@ -32,10 +32,8 @@ class RemoteError(Exception):
 
 
 def _session() -> Any:
-    try:
-        import boto3
-    except ImportError:  # pragma: no cover - boto3 is a dependency; kept for a stripped install
-        raise RemoteError("calling a deployed stack needs boto3 (pip install boto3)") from None
+    import boto3
+
     return boto3.session.Session()
 
 

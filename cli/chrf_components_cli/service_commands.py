@@ -10,7 +10,7 @@ from pathlib import Path
 
 import chrf_core
 
-from .common import EXIT_INVALID, EXIT_REMOTE, CommandError, open_inputs, settings_from
+from .common import EXIT_INVALID, EXIT_REMOTE, CommandError, need_aws_extra, open_inputs, settings_from
 
 
 def read_bounded(name: str, limit: int) -> bytes:
@@ -35,6 +35,7 @@ def command_request(args: argparse.Namespace) -> int:
 
     raw = read_bounded(args.file, API_GATEWAY_PAYLOAD_LIMIT)
     if args.url or args.function:
+        need_aws_extra("request --url/--function", ("boto3",))
         from . import remote
 
         try:
@@ -59,6 +60,7 @@ def command_request(args: argparse.Namespace) -> int:
 
 
 def command_invoke(args: argparse.Namespace) -> int:
+    need_aws_extra("invoke", ("aws_lambda_powertools", "yaml"))
     import contextlib
 
     from . import local_lambda
@@ -84,6 +86,7 @@ def command_invoke(args: argparse.Namespace) -> int:
 
 
 def command_serve(args: argparse.Namespace) -> int:
+    need_aws_extra("serve")
     from . import local_lambda, server
 
     try:
@@ -94,6 +97,7 @@ def command_serve(args: argparse.Namespace) -> int:
 
 
 def command_pipeline_run(args: argparse.Namespace) -> int:
+    need_aws_extra("pipeline run", ("boto3",))
     from . import remote
 
     settings = settings_from(args)

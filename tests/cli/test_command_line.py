@@ -301,3 +301,36 @@ def test_a_closed_pipe_ends_quietly(tmp_path):
     completed = subprocess.run(f"{CONSOLE_SCRIPT} segments {hyp} {ref} | head -n 1", shell=True,
                                capture_output=True, text=True, timeout=60, check=False)
     assert completed.stdout.startswith("1\t") and "Traceback" not in completed.stderr
+
+
+BLOCK_AWS_EXTRA = """
+import importlib.abc, sys
+
+class WithoutTheAwsExtra(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in {"aws_lambda_powertools", "yaml", "boto3", "botocore", "waitress"}:
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+sys.meta_path.insert(0, WithoutTheAwsExtra())
+"""
+
+
+def test_without_the_aws_extra_the_researchers_commands_work_and_the_service_commands_say_what_to_install(tmp_path):
+    (tmp_path / "sitecustomize.py").write_text(BLOCK_AWS_EXTRA, encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT / "cli"),
+                                                        str(ROOT / "layers" / "chrf_core")])}
+
+    def run_cli(*argv):
+        return subprocess.run([sys.executable, "-m", "chrf_components_cli.main", *map(str, argv)], cwd=ROOT,
+                              env=env, capture_output=True, text=True, timeout=120)
+
+    for argv in (["score", HYP_EN, REF_EN], ["segments", HYP_EN, REF_EN],
+                 ["compare", REF_EN, HYP_EN, REF_EN, "--bootstrap", "10"]):
+        result = run_cli(*argv)
+        assert result.returncode == 0, result.stderr
+    for argv in (["serve"], ["invoke", "events/direct-invoke.json"], ["request", "-", "--function", "f"],
+                 ["pipeline", "run", HYP_EN, REF_EN, "--stack", "s"]):
+        result = run_cli(*argv)
+        assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
+        assert "pip install 'chrf-components[aws]'" in result.stderr and "Traceback" not in result.stderr
