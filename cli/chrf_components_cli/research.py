@@ -59,18 +59,23 @@ def command_segments(args: argparse.Namespace) -> int:
                 corpus.finish_progress(progress)
             print(text.worst_segments(result.worst, result.counts.segment_count, settings, sys.stdout.isatty()))
             return 0
+        import numpy as np
+
+        from .compare import score_texts
+
         out = sys.stdout
         line = 1
         for hypotheses, references in aligned_chunks(files):
             rows = chrf_core.segment_rows(hypotheses, references, settings)
-            for index in range(len(hypotheses)):
-                orders = corpus.segment_orders(rows, index, width)
-                if args.json:
+            if args.json:
+                for index in range(len(hypotheses)):
+                    orders = corpus.segment_orders(rows, index, width)
                     report = chrf_core.build_report(chrf_core.Counts(settings, 1, tuple(orders)))
-                    out.write(json.dumps({"line": line, **report}) + "\n")
-                else:
-                    out.write(f"{line}\t{chrf_core.score_text(chrf_core.exact_score(settings, orders))}\n")
-                line += 1
+                    out.write(json.dumps({"line": line + index, **report}) + "\n")
+            else:
+                scores = score_texts(settings, np.frombuffer(rows, dtype=np.int64).reshape(-1, width))
+                out.write("".join(f"{line + index}\t{score}\n" for index, score in enumerate(scores)))
+            line += len(hypotheses)
     finally:
         for file in files:
             file.close()

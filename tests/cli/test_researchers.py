@@ -416,3 +416,30 @@ def test_html_dash_writes_the_page_to_standard_output(capsys):
     code, out, err = run(capsys, "score", HYP_EN, REF_EN, "--html", "-")
     assert code == 0 and out.startswith("<!DOCTYPE html>") and out.rstrip().endswith("</html>") and err == ""
     assert not (ROOT / "-").exists()
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(LINE_TEXT, LINE_TEXT), min_size=1, max_size=30), settings_strategy())
+def test_segment_score_texts_are_the_exact_scores_rounded_as_the_contract_rounds(pairs, request_settings):
+    from chrf_components_cli.compare import score_texts
+
+    settings_ = chrf_core.parse_settings(request_settings)
+    width = 3 * (settings_.char_order + settings_.word_order)
+    rows = np.frombuffer(chrf_core.segment_rows([h for h, _ in pairs], [r for _, r in pairs], settings_),
+                         dtype=np.int64).reshape(-1, width)
+    expected = [chrf_core.score_text(chrf_core.exact_score(settings_, [tuple(row[k:k + 3]) for k in
+                                                                       range(0, width, 3)]))
+                for row in rows.tolist()]
+    assert score_texts(settings_, rows) == expected
+
+
+@pytest.mark.parametrize("averaging", ["precision_recall", "per_order_f"])
+def test_segment_score_texts_round_a_tie_at_the_millionth_to_even_exactly(averaging):
+    from chrf_components_cli.compare import score_texts
+
+    settings_ = chrf_core.Settings(char_order=1, beta=1, averaging=averaging)
+    for matches in (123456785, 123456795, 500000005):  # scores 12.3456785, 12.3456795, 50.0000005: exact ties
+        row = (10**9, 10**9, matches)
+        exact = chrf_core.score_text(chrf_core.exact_score(settings_, [row]))
+        assert score_texts(settings_, np.array([row], dtype=np.int64)) == [exact]
+        assert exact.endswith(("78", "80", "00"))  # half to even
