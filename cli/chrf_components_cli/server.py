@@ -284,8 +284,8 @@ def make_server(host: str = "127.0.0.1", port: int = 3000, template: pathlib.Pat
         raise
 
 
-def _stop_on_sigterm(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt  # waitress's loop ends on it, as on Ctrl-C
+def _stop(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt  # waitress's loop ends on it
 
 
 def serve(host: str, port: int, template: pathlib.Path, workers: int = 4, iam: bool = False,
@@ -298,12 +298,15 @@ def serve(host: str, port: int, template: pathlib.Path, workers: int = 4, iam: b
           f"(boto3 endpoint_url, aws --endpoint-url, AWS_ENDPOINT_URL_LAMBDA)", file=sys.stderr)
     example = json.dumps({"hypotheses": ["the cat sat"], "references": ["the cat sat down"]})
     print(f"try: curl -s {url}{chrf_core.EXECUTE_PATH} -d '{example}'", file=sys.stderr)
-    previous = signal.signal(signal.SIGTERM, _stop_on_sigterm)
+    # Both signals stop the server, also where SIGINT came ignored (a process started in the background by a
+    # shell without job control inherits SIGINT ignored, and Python then leaves it so).
+    previous = {number: signal.signal(number, _stop) for number in (signal.SIGINT, signal.SIGTERM)}
     try:
-        server.serve_forever()  # returns on Ctrl-C or SIGTERM
+        server.serve_forever()  # returns on SIGINT (Ctrl-C) or SIGTERM
     finally:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not interrupt the workers' shutdown
         server.server_close()
-        signal.signal(signal.SIGTERM, previous)
+        for number, handler in previous.items():
+            signal.signal(number, handler)
     print("stopped", file=sys.stderr)
     return 0
