@@ -89,7 +89,7 @@ def order_chart(report: chrf_core.Report) -> str:
     for index, order in enumerate(orders):
         x0 = left + 8 + index * group
         for offset, key in enumerate(COLOURS):
-            number = value(getattr(order, key))
+            number = value(order.fractions()[offset])
             height = (number or 0.0) * plot_height
             shown = "n/a" if number is None else f"{number:.4f}"
             svg.rect(x0 + offset * bar_width, top + plot_height - height, bar_width - 2, height, COLOURS[key],
@@ -202,9 +202,8 @@ def _order_table(report: chrf_core.Report) -> str:
     """Counts and scores per order; the exact fractions in columns a narrow screen leaves out."""
     rows = "".join(
         f"<tr><td>{o.type} {o.n}</td><td>{o.hypothesis_ngrams}</td><td>{o.reference_ngrams}</td>"
-        f"<td>{o.matching_ngrams}</td><td>{_decimal(o.precision)}</td><td>{_decimal(o.recall)}</td>"
-        f"<td>{_decimal(o.f_score)}</td>" + "".join(f'<td class="wide">{_exact(value)}</td>'
-                                                   for value in (o.precision, o.recall, o.f_score)) + "</tr>"
+        f"<td>{o.matching_ngrams}</td>" + "".join(f"<td>{_decimal(value)}</td>" for value in o.fractions())
+        + "".join(f'<td class="wide">{_exact(value)}</td>' for value in o.fractions()) + "</tr>"
         for o in report.orders
     )
     return ('<div class="scroll"><table><thead><tr><th>order</th><th title="hypothesis n-grams">hyp</th>'
@@ -277,7 +276,7 @@ def compare_page(result: dict[str, Any], reference_name: str, reports: Sequence[
                     for label, system in zip(labels, systems))
     order_rows = "".join(  # one row per order, one column per system: as narrow as the systems are few
         f"<tr><td>{order.type} {order.n}</td>"
-        + "".join(f"<td>{_decimal(report.orders[index].f_score)}</td>" for report in reports) + "</tr>"
+        + "".join(f"<td>{_decimal(report.orders[index].fractions()[2])}</td>" for report in reports) + "</tr>"
         for index, order in enumerate(reports[0].orders)
     )
     body = [

@@ -206,5 +206,12 @@ def run_pipeline(stack: str, files: list[LineFile], settings: chrf_core.Settings
     except Exception as error:
         raise _aws_problem(error) from None
     print(f"report: s3://{bucket}/{report_key}", file=sys.stderr)
-    print(json.dumps(report, indent=2) if as_json else text.table(chrf_core.Report.from_dict(report)))
+    print(json.dumps(report, indent=2) if as_json else text.table(report_of_output(report)))
     return 0
+
+
+def report_of_output(output: dict[str, Any]) -> chrf_core.Report:
+    """The report behind a contract output read from S3: its counts, scored again (its numbers are not parsed)."""
+    settings = chrf_core.Settings(**{key: output[key] for key in chrf_core.SETTING_KEYS})
+    orders = tuple((o["hypothesis_ngrams"], o["reference_ngrams"], o["matching_ngrams"]) for o in output["orders"])
+    return chrf_core.report_of(chrf_core.Counts(settings, output["segment_count"], orders))

@@ -61,10 +61,10 @@ def table(report: chrf_core.Report, facts: Any = None) -> str:
         f"  {'order':<8}{'hyp':>9}{'ref':>9}{'match':>9}  {'P':>6}  {'R':>6}  {'F':>6}  {'F, 0 to 1':<{BAR_WIDTH}}",
     ]
     for order in report.orders:
-        f_score = value(order.f_score)
+        precision, recall, f_score = (value(fraction) for fraction in order.fractions())
         lines.append(
             f"  {order.type + ' ' + str(order.n):<8}{order.hypothesis_ngrams:>9}{order.reference_ngrams:>9}"
-            f"{order.matching_ngrams:>9}  {_number(value(order.precision))}  {_number(value(order.recall))}"
+            f"{order.matching_ngrams:>9}  {_number(precision)}  {_number(recall)}"
             f"  {_number(f_score)}  {bar(f_score)}"
         )
     lines += [
@@ -91,7 +91,7 @@ def _mean(values: list[float]) -> float:
 
 
 def _value(order: chrf_core.OrderScore, key: str) -> float:
-    return float(getattr(order, key) or 0)
+    return float(order.fractions()[("precision", "recall", "f_score").index(key)] or 0)
 
 
 def diagnosis(report: chrf_core.Report, facts: Any = None) -> list[str]:

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from fractions import Fraction
+from math import gcd
 from typing import Any, NamedTuple
 
-from .contract import SETTING_KEYS, Settings
+from .contract import Settings
 from .counting import Counts, Triple, order_labels
 
 ZERO = Fraction(0)
@@ -25,20 +26,39 @@ def score_text(value: Fraction) -> str:
 
 
 class OrderScore(NamedTuple):
-    """One order's counts and exact scores (None where a side has no n-grams, as the contract says)."""
+    """One order's counts and, from them, its exact scores (None where a side has no n-grams, as the contract
+    says): (1+b²)PR / (b²P + R) with P = m/h and R = m/r is (1+b²) m / (b² r + h)."""
 
     type: str
     n: int
     hypothesis_ngrams: int
     reference_ngrams: int
     matching_ngrams: int
-    precision: Fraction | None
-    recall: Fraction | None
-    f_score: Fraction | None
+    beta: int
 
     @property
     def effective(self) -> bool:
         return self.hypothesis_ngrams > 0 and self.reference_ngrams > 0
+
+    def ratios(self) -> tuple[tuple[int, int] | None, tuple[int, int] | None, tuple[int, int] | None]:
+        """Precision, recall and F as unreduced (numerator, denominator)."""
+        hyp, ref, match, beta_squared = (self.hypothesis_ngrams, self.reference_ngrams, self.matching_ngrams,
+                                         self.beta * self.beta)
+        return ((match, hyp) if hyp else None, (match, ref) if ref else None,
+                ((1 + beta_squared) * match, beta_squared * ref + hyp) if hyp and ref else None)
+
+    def fractions(self) -> tuple[Fraction | None, Fraction | None, Fraction | None]:
+        """Precision, recall and F as exact fractions."""
+        precision, recall, f_score = (None if ratio is None else Fraction(*ratio) for ratio in self.ratios())
+        return precision, recall, f_score
+
+
+def _text(ratio: tuple[int, int] | None) -> str | None:
+    """A ratio as the contract writes it, reduced (as fraction_text writes a Fraction, without building one)."""
+    if ratio is None:
+        return None
+    divisor = gcd(*ratio)
+    return f"{ratio[0] // divisor}/{ratio[1] // divisor}"
 
 
 class Report(NamedTuple):
@@ -58,29 +78,23 @@ class Report(NamedTuple):
     def to_dict(self) -> dict[str, Any]:
         """The contract's output object; nothing more, nothing less."""
 
-        def text(value: Fraction | None) -> str | None:
-            return None if value is None else fraction_text(value)
-
+        orders = []
+        for o in self.orders:
+            precision, recall, f_score = o.ratios()
+            orders.append({"type": o.type, "n": o.n, "hypothesis_ngrams": o.hypothesis_ngrams,
+                           "reference_ngrams": o.reference_ngrams, "matching_ngrams": o.matching_ngrams,
+                           "effective": o.effective, "precision": _text(precision), "recall": _text(recall),
+                           "f_score": _text(f_score)})
         return {
             **self.settings.as_dict(),
             "segment_count": self.segment_count,
-            "orders": [{"type": o.type, "n": o.n, "hypothesis_ngrams": o.hypothesis_ngrams,
-                        "reference_ngrams": o.reference_ngrams, "matching_ngrams": o.matching_ngrams,
-                        "effective": o.effective, "precision": text(o.precision), "recall": text(o.recall),
-                        "f_score": text(o.f_score)} for o in self.orders],
+            "orders": orders,
             "effective_order_count": self.effective_order_count,
             "average_precision": fraction_text(self.average_precision),
             "average_recall": fraction_text(self.average_recall),
             "score": score_text(self.score),
             "score_fraction": fraction_text(self.score),
         }
-
-    @classmethod
-    def from_dict(cls, output: dict[str, Any]) -> Report:
-        """The report of a contract output (the counts it holds, scored again: the numbers are not parsed)."""
-        settings = Settings(**{key: output[key] for key in SETTING_KEYS})
-        orders = tuple((o["hypothesis_ngrams"], o["reference_ngrams"], o["matching_ngrams"]) for o in output["orders"])
-        return report_of(Counts(settings, output["segment_count"], orders))
 
 
 def _average(parts: Sequence[tuple[int, int]]) -> tuple[int, int]:
@@ -121,15 +135,9 @@ def exact_score(settings: Settings, orders: Sequence[Triple]) -> Fraction:
 def report_of(counts: Counts) -> Report:
     """The typed report of ``counts``."""
     settings = counts.settings
-    beta_squared = settings.beta * settings.beta
-    orders = tuple(
-        OrderScore(kind, n, hyp, ref, match,
-                   Fraction(match, hyp) if hyp else None,
-                   Fraction(match, ref) if ref else None,
-                   # (1+b^2)PR / (b^2 P + R) with P = m/h and R = m/r simplifies to (1+b^2) m / (b^2 r + h).
-                   Fraction((1 + beta_squared) * match, beta_squared * ref + hyp) if hyp and ref else None)
-        for (kind, n), (hyp, ref, match) in zip(order_labels(settings.char_order, settings.word_order),
-                                                counts.orders, strict=True))
+    orders = tuple(OrderScore(kind, n, hyp, ref, match, settings.beta)
+                   for (kind, n), (hyp, ref, match) in zip(order_labels(settings.char_order, settings.word_order),
+                                                           counts.orders, strict=True))
     precision, recall, score = _averages_and_score(settings, counts.orders)
     return Report(settings, counts.segment_count, orders, Fraction(*precision), Fraction(*recall), score)
 

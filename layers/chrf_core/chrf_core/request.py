@@ -181,18 +181,12 @@ def _integer(request: Mapping[str, Any], key: str, low: int, high: int) -> int:
 
 def _describe(value: Any) -> str:
     """A short, content-free description of a JSON value, for error messages (texts are never echoed)."""
-    if value is None:
-        return "null"
-    if type(value) is bool:
-        return "a boolean"
+    if value is None or type(value) is bool:
+        return "null" if value is None else "a boolean"
     if isinstance(value, (int, float)):
         if isinstance(value, float) and not math.isfinite(value):
             return "a non-finite number"
         return f"the number {value!r}" if abs(value) < 10**15 else "a number out of range"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, dict):
-        return "an object"
-    return f"a value of type {type(value).__name__}"
+    kinds = {str: "a string", list: "an array", dict: "an object"}
+    return next((kind for cls, kind in kinds.items() if isinstance(value, cls)),
+                f"a value of type {type(value).__name__}")
