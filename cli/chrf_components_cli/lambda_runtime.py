@@ -158,17 +158,22 @@ class Runtime:
             worker = self._checkout()
         except (RuntimeError, EOFError, OSError):
             return self._failed(request_id, "Runtime.ImportModuleError", f"{self.logical_id} could not be loaded")
+        finished = False
         try:
             worker.connection.send((event, request_id))
-            if worker.connection.poll(self.config.timeout):
+            finished = worker.connection.poll(self.config.timeout)
+            if finished:
                 payload, failed, log = worker.connection.recv()
                 self.idle.put(worker)
                 return Invocation(payload, failed, log, request_id)
         except (EOFError, OSError):
-            pass
-        with self.lock:  # timed out, or the environment died: a new one starts when next needed
+            finished = True  # the environment died during the invocation
+        with self.lock:  # a new environment starts when next needed
             self.started.remove(worker)
         worker.stop()
+        if finished:
+            return self._failed(request_id, "Runtime.ExitError",
+                                f"RequestId: {request_id} Error: Runtime exited without providing a reason")
         return self._failed(request_id, "Sandbox.Timedout",
                             f"RequestId: {request_id} Error: Task timed out after {self.config.timeout:.2f} seconds")
 

@@ -187,6 +187,8 @@ SLOW_HANDLER = """
 import os, time
 
 def handler(event, context):
+    if event.get("exit"):
+        os._exit(3)
     time.sleep(event.get("sleep", 0))
     return {"greeting": os.environ.get("GREETING"), "who": os.environ.get("WHO"),
             "remaining_ms": context.get_remaining_time_in_millis()}
@@ -221,4 +223,10 @@ def test_an_invocation_past_the_timeout_is_killed_and_answered_as_lambda_answers
     assert response["FunctionError"] == "Unhandled" and payload["errorType"] == "Sandbox.Timedout"
     assert payload["errorMessage"].endswith("Task timed out after 1.00 seconds")
     # The environment was replaced: the next invocation runs in a fresh one.
+    assert invoke(slow_function, "ChrfComponentsFunction", {})[1]["who"] == "from-the-function"
+
+
+def test_an_environment_that_dies_is_answered_as_lambda_answers_it_and_replaced(slow_function):
+    response, payload = invoke(slow_function, "ChrfComponentsFunction", {"exit": True})
+    assert response["FunctionError"] == "Unhandled" and payload["errorType"] == "Runtime.ExitError"
     assert invoke(slow_function, "ChrfComponentsFunction", {})[1]["who"] == "from-the-function"
