@@ -55,11 +55,8 @@ def write_output(target: str, text: str) -> None:
 
 
 def open_inputs(*pairs: tuple[str, str]) -> list[LineFile]:
-    if sum(name == "-" for name, _ in pairs) > 1:
-        raise CommandError("only one input can be standard input (-)")
+    """The input files (read in step by lines.aligned_chunks, which also refuses standard input twice)."""
     return [LineFile(name, label) for name, label in pairs]
-
-
 
 
 AWS_EXTRA = {"aws_lambda_powertools": "aws-lambda-powertools", "yaml": "pyyaml", "boto3": "boto3",
