@@ -17,7 +17,7 @@ setup(
             sources=["layers/chrf_core/native/kernel.c"],
             define_macros=[("Py_LIMITED_API", "0x030B0000")],
             py_limited_api=True,
-            extra_compile_args=["-std=c99", "-O2", "-Wall", "-Wextra"],
+            extra_compile_args=["-std=c99", "-O2", "-ffp-contract=off", "-Wall", "-Wextra"],
             optional=os.environ.get("CHRF_REQUIRE_NATIVE") != "1",
         )
     ],

@@ -38,4 +38,18 @@ big = "ab" * 400000
 native([big], [big[1:] + "c"], 10, 4, False, False)
 with contextlib.suppress(TypeError):
     native(["a", 3], ["a", "b"], 2, 0, False, False)
+for _ in range(300):  # pairwise: every shape of side, both averagings, the exact fallback
+    sides = [["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 30))) for _ in range(rng.randint(1, 6))]
+             for _ in range(2)]
+    char_order = rng.randint(0, 10)
+    word_order = rng.randint(0 if char_order else 1, 4)
+    chosen = {"char_order": char_order, "word_order": word_order, "beta": rng.randint(1, 16),
+              "include_whitespace": rng.random() < 0.3, "averaging": rng.choice(chrf_core.AVERAGINGS)}
+    matrix = chrf_core.pairwise(*sides, **chosen)
+    for i, j in [(0, 0), (len(sides[0]) - 1, len(sides[1]) - 1)]:
+        assert matrix[i, j] == float(chrf_core.exact_score(chrf_core.settings_of(**chosen), chrf_core.count_segments(
+            [sides[0][i]], [sides[1][j]], chrf_core.settings_of(**chosen)).orders))
+chrf_core.counting.NATIVE.pairwise([big, "ab"], [big[::-1]], 6, 2, False, 2, True, 1)
+with contextlib.suppress(TypeError):
+    chrf_core.counting.NATIVE.pairwise(["a"], ["a", 3], 2, 0, False, 2, 0, 80)
 print("sanitized run: no errors")

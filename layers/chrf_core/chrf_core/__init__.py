@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .api import corpus_counts, corpus_report, pairwise, segment_reports, segment_scores, settings_of
 from .contract import (
     AVERAGINGS,
     DEFAULTS,
@@ -44,12 +45,15 @@ from .request import (
 )
 from .tokens import words
 
-__all__ = ["AVERAGINGS", "DEFAULTS", "EXECUTE_PATH", "ITEM_KEYS", "KERNEL", "KERNELS", "KERNEL_ERROR",
-    "MAX_SEGMENTS", "MAX_TEXT_BYTES", "REQUEST_KEYS", "SETTING_KEYS", "TEXT_KEYS", "TOOL", "VERSION", "Counts",
-    "InvalidInputError", "OrderScore", "Report", "Settings", "ValidRequest", "build_report", "compute_counts",
-    "count_segments", "decode_request", "error_envelope", "exact_score", "fraction_text", "loads_request",
-    "make_request", "merge_counts", "order_labels", "parse_request", "parse_settings", "parse_strict_settings",
-    "report_of", "score", "score_text", "segment_rows", "shown", "unknown_key_error", "utf8_size", "words"]
+__all__ = [
+    "AVERAGINGS", "DEFAULTS", "EXECUTE_PATH", "ITEM_KEYS", "KERNEL", "KERNELS", "KERNEL_ERROR", "MAX_SEGMENTS",
+    "MAX_TEXT_BYTES", "REQUEST_KEYS", "SETTING_KEYS", "TEXT_KEYS", "TOOL", "VERSION", "Counts", "InvalidInputError",
+    "OrderScore", "Report", "Settings", "ValidRequest", "build_report", "compute_counts", "corpus_counts",
+    "corpus_report", "count_segments", "decode_request", "error_envelope", "exact_score", "fraction_text",
+    "loads_request", "make_request", "merge_counts", "order_labels", "pairwise", "parse_request", "parse_settings",
+    "parse_strict_settings", "report_of", "score", "score_text", "segment_reports", "segment_rows", "segment_scores",
+    "settings_of", "shown", "unknown_key_error", "utf8_size", "words"
+]
 
 
 def compute_counts(request: Any) -> Counts:

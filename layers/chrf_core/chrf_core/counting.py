@@ -24,8 +24,8 @@ Triple = tuple[int, int, int]
 Kernel = Callable[[Sequence[str], Sequence[str], int, int, bool, bool], Any]
 
 
-def _load_native() -> tuple[Kernel | None, str | None]:
-    """The native kernel's ``count``, or None and why not (None, None when switched off by CHRF_CORE_NATIVE=0)."""
+def _load_native() -> tuple[Any, str | None]:
+    """The native kernel's module, or None and why not (None, None when switched off by CHRF_CORE_NATIVE=0)."""
     if os.environ.get("CHRF_CORE_NATIVE", "1") == "0":
         return None, None
     try:
@@ -36,14 +36,14 @@ def _load_native() -> tuple[Kernel | None, str | None]:
             return None, "not built (no _kernel extension beside chrf_core)"
         return None, f"present but failed to load: {error}"
     _kernel.set_seed(int.from_bytes(os.urandom(8), "little"))
-    return _kernel.count, None
+    return _kernel, None
 
 
-_native_count, KERNEL_ERROR = _load_native()
+NATIVE, KERNEL_ERROR = _load_native()
 KERNELS: dict[str, Kernel] = {"python": python_kernel.count}
-if _native_count is not None:
-    KERNELS["native"] = _native_count
-KERNEL = "native" if _native_count is not None else "python"
+if NATIVE is not None:
+    KERNELS["native"] = NATIVE.count
+KERNEL = "native" if NATIVE is not None else "python"
 if KERNEL_ERROR:
     logging.getLogger("chrf_core").warning("chrf_core: native kernel not used, counting in Python: %s", KERNEL_ERROR)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from array import array
 from collections import Counter
 from collections.abc import Sequence
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from .tokens import words
 
@@ -62,3 +62,21 @@ def count(
     if per_segment:
         return rows.tobytes()
     return tuple((totals[k], totals[k + 1], totals[k + 2]) for k in range(0, row, 3))
+
+
+def pairwise(
+    hypotheses: Sequence[str], references: Sequence[str], char_order: int, word_order: int, include_whitespace: bool
+) -> list[list[tuple[tuple[int, int, int], ...]]]:
+    """Every hypothesis against every reference: each pair's per-order counts, as ``count`` gives them for the
+    pair alone, each text's n-grams counted once."""
+
+    def profile(text: str) -> list[tuple[int, Counter[Any]]]:
+        characters = text if include_whitespace else "".join(text.split())
+        tokens = tuple(words(text))
+        return [(max(0, len(units) - n + 1), ngrams(units, n))
+                for units, orders in ((characters, char_order), (tokens, word_order)) for n in range(1, orders + 1)]
+
+    columns = [profile(reference) for reference in references]
+    return [[tuple((hyp_total, ref_total, sum((hyp_grams & ref_grams).values()))
+                   for (hyp_total, hyp_grams), (ref_total, ref_grams) in zip(row, column))
+             for column in columns] for row in map(profile, hypotheses)]

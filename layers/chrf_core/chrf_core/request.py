@@ -133,10 +133,7 @@ def parse_request(request: Any) -> ValidRequest:
     if total > MAX_TEXT_BYTES:
         raise InvalidInputError(None, f"all texts together must be at most {MAX_TEXT_BYTES} UTF-8 bytes, got {total}")
     for key, side in zip(TEXT_KEYS, (hypotheses, references)):
-        for index, text in enumerate(side):  # a lone surrogate cannot be UTF-8
-            if not text.isascii() and LONE_SURROGATE.search(text):
-                raise InvalidInputError(key, "must not contain a lone surrogate code point (U+D800..U+DFFF)",
-                                        index=index)
+        check_encodable(key, side)
     return ValidRequest(list(hypotheses), list(references), parse_settings(request), total)
 
 
@@ -160,10 +157,22 @@ def _text_list(request: dict[str, Any], key: str) -> list[str]:
         raise InvalidInputError(key, f"at most {MAX_SEGMENTS} segments, got {len(value)}")
     if not value:
         raise InvalidInputError(key, "at least 1 segment, got 0")
-    for index, text in enumerate(value):
+    check_strings(key, value)
+    return value
+
+
+def check_strings(key: str, texts: Sequence[Any], offset: int = 0) -> None:
+    """Every text is a string (``offset``: the index of the first, when these are part of a longer stream)."""
+    for index, text in enumerate(texts, offset):
         if not isinstance(text, str):
             raise InvalidInputError(key, f"must be a string, got {_describe(text)}", index=index)
-    return value
+
+
+def check_encodable(key: str, texts: Sequence[str], offset: int = 0) -> None:
+    """No text holds a lone surrogate (which cannot be UTF-8)."""
+    for index, text in enumerate(texts, offset):
+        if not text.isascii() and LONE_SURROGATE.search(text):
+            raise InvalidInputError(key, "must not contain a lone surrogate code point (U+D800..U+DFFF)", index=index)
 
 
 def _integer(request: Mapping[str, Any], key: str, low: int, high: int) -> int:

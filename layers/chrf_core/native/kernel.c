@@ -678,6 +678,453 @@ static PyObject *count(PyObject *module, PyObject *args) {
     return result;
 }
 
+/* ---------------------------------------------------------------------------------------------------------------
+ * pairwise: every hypothesis against every reference, each text's n-grams counted once.
+ *
+ * Every text's units (code points, or word tokens interned by content across all texts) get a class id per order
+ * from one table per order, (class at the order below, next unit) -> class, so equal n-grams of any two texts share
+ * an id. The references' distinct n-grams of each order become postings (class -> (reference, count)); a
+ * hypothesis then walks the postings of its own distinct n-grams, adding min(its count, the reference's) to that
+ * reference's matches. The cost is the texts' length times the orders, plus one step per n-gram two texts share.
+ *
+ * Each score is computed in double-double arithmetic (about 106 bits, every quantity positive, so relative errors
+ * only add up: far below 2^-90) and rounded once to the nearest double. That is the correctly rounded value of the
+ * exact fraction unless the exact value lies within the error bound of a midpoint between two doubles; such pairs
+ * are returned to the caller, which computes them exactly.
+ * ------------------------------------------------------------------------------------------------------------- */
+
+typedef struct {
+    double hi, lo;
+} Double2;
+
+static inline Double2 quick_two_sum(double a, double b) {
+    double s = a + b;
+    Double2 r = {s, b - (s - a)};
+    return r;
+}
+
+static inline Double2 two_sum(double a, double b) {
+    double s = a + b, v = s - a;
+    Double2 r = {s, (a - (s - v)) + (b - v)};
+    return r;
+}
+
+static inline Double2 two_product(double a, double b) {
+    double p = a * b, ta = 134217729.0 * a, tb = 134217729.0 * b;
+    double ah = ta - (ta - a), al = a - ah, bh = tb - (tb - b), bl = b - bh;
+    Double2 r = {p, ((ah * bh - p) + ah * bl + al * bh) + al * bl};
+    return r;
+}
+
+static inline Double2 d2_add(Double2 a, Double2 b) {
+    Double2 s = two_sum(a.hi, b.hi), t = two_sum(a.lo, b.lo);
+    s = quick_two_sum(s.hi, s.lo + t.hi);
+    return quick_two_sum(s.hi, s.lo + t.lo);
+}
+
+static inline Double2 d2_mul(Double2 a, Double2 b) {
+    Double2 p = two_product(a.hi, b.hi);
+    return quick_two_sum(p.hi, p.lo + (a.hi * b.lo + a.lo * b.hi));
+}
+
+static inline Double2 d2_of(double a) {
+    Double2 r = {a, 0.0};
+    return r;
+}
+
+static Double2 d2_div(Double2 a, Double2 b) {
+    double q1 = a.hi / b.hi;
+    Double2 p = d2_mul(b, d2_of(-q1));
+    Double2 r = d2_add(a, p);
+    double q2 = r.hi / b.hi;
+    p = d2_mul(b, d2_of(-q2));
+    r = d2_add(r, p);
+    double q3 = r.hi / b.hi;
+    return d2_add(quick_two_sum(q1, q2), d2_of(q3));
+}
+
+/* Whether rounding `value` (normalized: hi is lo + hi rounded) to hi may differ from rounding the exact value, which
+   lies within hi * tolerance of it: true when lo is that close to half the gap to hi's neighbour on lo's side. */
+static int near_midpoint(Double2 value, double tolerance) {
+    if (value.lo == 0.0 || value.hi <= 0.0) return 0;
+    uint64_t bits;
+    memcpy(&bits, &value.hi, sizeof bits);
+    bits = value.lo > 0 ? bits + 1 : bits - 1;
+    double neighbour;
+    memcpy(&neighbour, &bits, sizeof neighbour);
+    double half_gap = (neighbour > value.hi ? neighbour - value.hi : value.hi - neighbour) / 2;
+    double distance = (value.lo > 0 ? value.lo : -value.lo) - half_gap;
+    return (distance < 0 ? -distance : distance) <= value.hi * tolerance;
+}
+
+typedef struct {
+    int orders;
+    double beta_squared;
+    int per_order_f;
+} Scoring;
+
+/* One pair's score (0..100) from its per-order n-gram totals and matches, as the contract defines it. */
+static Double2 pair_score(const Scoring *scoring, const uint32_t *hyp, const uint32_t *ref, const uint32_t *matches) {
+    const double b2 = scoring->beta_squared;
+    Double2 zero = d2_of(0.0);
+    if (scoring->per_order_f) { /* 100 / orders * sum of (1 + b^2) m / (b^2 r + h) */
+        Double2 sum = zero;
+        for (int o = 0; o < scoring->orders; o++)
+            if (hyp[o] && ref[o] && matches[o])
+                sum = d2_add(sum, d2_div(d2_of((1 + b2) * matches[o]), d2_of(b2 * ref[o] + hyp[o])));
+        if (sum.hi == 0.0) return zero;
+        return d2_div(d2_mul(sum, d2_of(100.0)), d2_of(scoring->orders));
+    }
+    /* P = sP / E and R = sR / E over the E effective orders; 100 (1 + b^2) P R / (b^2 P + R) is
+       100 (1 + b^2) sP sR / (E (b^2 sP + sR)). */
+    Double2 sp = zero, sr = zero;
+    int effective = 0;
+    for (int o = 0; o < scoring->orders; o++) {
+        if (!hyp[o] || !ref[o]) continue;
+        effective++;
+        if (matches[o]) {
+            sp = d2_add(sp, d2_div(d2_of(matches[o]), d2_of(hyp[o])));
+            sr = d2_add(sr, d2_div(d2_of(matches[o]), d2_of(ref[o])));
+        }
+    }
+    if (sp.hi == 0.0) return zero;
+    Double2 numerator = d2_mul(d2_mul(sp, sr), d2_of(100.0 * (1 + b2)));
+    Double2 denominator = d2_mul(d2_add(d2_mul(sp, d2_of(b2)), sr), d2_of(effective));
+    return d2_div(numerator, denominator);
+}
+
+/* The texts of both sides, their units and per-order class ids, and the references' postings. */
+typedef struct {
+    Py_ssize_t texts; /* hypotheses first, then references */
+    size_t *start;    /* texts + 1 offsets into points (code points) */
+    uint32_t *points;
+    size_t *unit_start[2]; /* [characters, words]: texts + 1 offsets into units and classes */
+    uint32_t *units[2];
+    uint32_t *classes[2]; /* per kind: order-major, order o's ids at classes + o * total units */
+    uint32_t class_count[MAX_ORDERS];
+} Corpus;
+
+static void corpus_free(Corpus *corpus) {
+    PyMem_Free(corpus->start);
+    PyMem_Free(corpus->points);
+    for (int kind = 0; kind < 2; kind++) {
+        PyMem_Free(corpus->unit_start[kind]);
+        PyMem_Free(corpus->units[kind]);
+        PyMem_Free(corpus->classes[kind]);
+    }
+}
+
+/* Every text's code points, one after another. -1 with an exception set. */
+static int corpus_load(Corpus *corpus, PyObject *sides[2], Py_ssize_t counts[2]) {
+    corpus->texts = counts[0] + counts[1];
+    corpus->start = PyMem_Calloc((size_t)corpus->texts + 1, sizeof(size_t));
+    if (corpus->start == NULL) return PyErr_NoMemory(), -1;
+    size_t total = 0;
+    for (Py_ssize_t t = 0; t < corpus->texts; t++) {
+        int side = t >= counts[0];
+        Py_ssize_t index = side ? t - counts[0] : t;
+        PyObject *text = PySequence_GetItem(sides[side], index);
+        if (text == NULL) return -1;
+        Py_ssize_t length = PyUnicode_Check(text) ? PyUnicode_GetLength(text) : -1;
+        Py_DECREF(text);
+        if (length < 0) {
+            if (!PyErr_Occurred())
+                PyErr_Format(PyExc_TypeError, "%s[%zd] must be a str", side ? "references" : "hypotheses", index);
+            return -1;
+        }
+        total += (size_t)length;
+        if (total > MAX_LENGTH) {
+            PyErr_SetString(PyExc_ValueError, "the texts are too long together for the native kernel");
+            return -1;
+        }
+        corpus->start[t + 1] = total;
+    }
+    corpus->points = PyMem_Malloc((total ? total : 1) * sizeof(uint32_t));
+    if (corpus->points == NULL) return PyErr_NoMemory(), -1;
+    for (Py_ssize_t t = 0; t < corpus->texts; t++) {
+        int side = t >= counts[0];
+        PyObject *text = PySequence_GetItem(sides[side], side ? t - counts[0] : t);
+        if (text == NULL) return -1;
+        size_t length = corpus->start[t + 1] - corpus->start[t];
+        int failed = !PyUnicode_Check(text) || (Py_ssize_t)length != PyUnicode_GetLength(text) ||
+                     (length && PyUnicode_AsUCS4(text, (Py_UCS4 *)corpus->points + corpus->start[t],
+                                                 (Py_ssize_t)length, 0) == NULL);
+        Py_DECREF(text);
+        if (failed) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "a text changed while being read");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* A table from a 64-bit key to a dense id, sized for `keys` keys (cleared by the caller's stamp). */
+typedef struct {
+    Slot *slots;
+    uint32_t mask, stamp;
+} Table;
+
+static int table_reserve(Table *table, size_t keys) {
+    size_t slots = 16;
+    while (slots < 2 * keys) slots <<= 1;
+    if (table->slots == NULL || slots > (size_t)table->mask + 1) {
+        PyMem_Free(table->slots);
+        table->slots = PyMem_Calloc(slots, sizeof(Slot));
+        if (table->slots == NULL) return -1;
+        table->mask = (uint32_t)(slots - 1);
+        table->stamp = 0;
+    }
+    table->stamp++;
+    return 0;
+}
+
+static inline uint32_t table_id(Table *table, uint64_t key, uint32_t *ids) {
+    uint32_t index = (uint32_t)mix64(key) & table->mask;
+    for (;;) {
+        Slot *slot = &table->slots[index];
+        if (slot->stamp != table->stamp) {
+            slot->stamp = table->stamp;
+            slot->key = key;
+            return slot->value = (*ids)++;
+        }
+        if (slot->key == key) return slot->value;
+        index = (index + 1) & table->mask;
+    }
+}
+
+/* Units of every text for one kind (0: characters, whitespace removed unless kept; 1: word tokens interned by
+   content over all texts), then the class ids of orders 1..orders. -1 on failure (no memory). */
+static int corpus_classes(Corpus *corpus, int kind, int orders, int keep_whitespace, Work *work) {
+    const size_t points = corpus->start[corpus->texts];
+    corpus->unit_start[kind] = PyMem_Calloc((size_t)corpus->texts + 1, sizeof(size_t));
+    corpus->units[kind] = PyMem_Malloc((points ? points : 1) * sizeof(uint32_t));
+    if (corpus->unit_start[kind] == NULL || corpus->units[kind] == NULL) return -1;
+    uint32_t *units = corpus->units[kind];
+    size_t total = 0;
+    uint32_t tokens = 0;
+    if (kind == 1) {
+        if (reserve(work, 1, points) < 0) return -1;
+        new_generation(work, points);
+        if (++work->token_stamp == 0) {
+            for (size_t i = 0; i < work->table_capacity; i++) work->tokens[i].stamp = 0;
+            work->token_stamp = 1;
+        }
+    }
+    for (Py_ssize_t t = 0; t < corpus->texts; t++) {
+        const uint32_t *text = corpus->points + corpus->start[t];
+        const size_t length = corpus->start[t + 1] - corpus->start[t];
+        if (kind == 0) {
+            for (size_t i = 0; i < length; i++)
+                if (keep_whitespace || !is_space(text[i])) units[total++] = text[i];
+        } else { /* tokenize reads work->raw[0] and writes work->units[0]: point them at this text */
+            uint32_t *raw = work->raw[0], *ids = work->units[0];
+            work->raw[0] = (uint32_t *)text;
+            work->units[0] = units + total;
+            total += tokenize(work, 0, length, &tokens);
+            work->raw[0] = raw;
+            work->units[0] = ids;
+        }
+        corpus->unit_start[kind][t + 1] = total;
+    }
+    corpus->classes[kind] = PyMem_Malloc(((size_t)orders * total + 1) * sizeof(uint32_t));
+    if (corpus->classes[kind] == NULL) return -1;
+    Table table = {NULL, 0, 0};
+    for (int o = 0; o < orders; o++) {
+        if (table_reserve(&table, total) < 0) return PyMem_Free(table.slots), -1;
+        uint32_t *now = corpus->classes[kind] + (size_t)o * total, ids = 0;
+        const uint32_t *below = o ? now - total : NULL;
+        for (Py_ssize_t t = 0; t < corpus->texts; t++) {
+            const size_t from = corpus->unit_start[kind][t], to = corpus->unit_start[kind][t + 1];
+            for (size_t i = from; i + (size_t)o < to; i++)
+                now[i] = table_id(&table, ((uint64_t)(o ? below[i] : NO_CLASS) << 32) | units[i + o], &ids);
+        }
+        corpus->class_count[kind ? MAX_ORDERS - 1 - o : o] = ids;
+    }
+    PyMem_Free(table.slots);
+    return 0;
+}
+
+/* A reference's occurrences of one class (one order's n-gram): which reference, how often. */
+typedef struct {
+    uint32_t reference, count;
+} Posting;
+
+/* Visit text t's distinct n-grams of every order, as (row, count): row is base[o] + class id. seen/where are
+   per-row scratch (seen must not hold `mark` beforehand); entries receives the distinct rows in order. */
+static size_t distinct_ngrams(const Corpus *corpus, Py_ssize_t t, int char_order, int orders, const size_t *base,
+                              uint32_t mark, uint32_t *seen, uint32_t *where, Posting *entries) {
+    size_t distinct = 0;
+    for (int o = 0; o < orders; o++) {
+        int kind = o >= char_order, n = kind ? o - char_order + 1 : o + 1;
+        const size_t total = corpus->unit_start[kind][corpus->texts];
+        const uint32_t *ids = corpus->classes[kind] + (size_t)(n - 1) * total;
+        const size_t from = corpus->unit_start[kind][t], to = corpus->unit_start[kind][t + 1];
+        for (size_t i = from; i + (size_t)(n - 1) < to; i++) {
+            size_t row = base[o] + ids[i];
+            if (seen[row] != mark) {
+                seen[row] = mark;
+                where[row] = (uint32_t)distinct;
+                entries[distinct].reference = (uint32_t)row;
+                entries[distinct++].count = 0;
+            }
+            entries[where[row]].count++;
+        }
+    }
+    return distinct;
+}
+
+PyDoc_STRVAR(pairwise_doc,
+             "pairwise(hypotheses, references, char_order, word_order, include_whitespace, beta, per_order_f,\n"
+             "         tolerance_bits)\n--\n\n"
+             "Every hypothesis against every reference: (bytes of native doubles, row-major len(hypotheses) x\n"
+             "len(references), each the score rounded to the nearest double; a list of the flat indices whose\n"
+             "rounding could not be decided within 2^-tolerance_bits of the value, to be computed exactly).\n"
+             "Texts must already be lowercased if the settings ask for it.");
+
+static PyObject *pairwise(PyObject *module, PyObject *args) {
+    (void)module;
+    PyObject *sides[2];
+    int char_order, word_order, keep_whitespace, beta, per_order_f, tolerance_bits;
+    if (!PyArg_ParseTuple(args, "OOiipipi:pairwise", &sides[0], &sides[1], &char_order, &word_order,
+                          &keep_whitespace, &beta, &per_order_f, &tolerance_bits))
+        return NULL;
+    if (char_order < 0 || word_order < 0 || char_order + word_order > MAX_ORDERS || char_order + word_order == 0 ||
+        beta < 1 || beta > 1000 || tolerance_bits < 1 || tolerance_bits > 100) {
+        PyErr_SetString(PyExc_ValueError, "settings out of range");
+        return NULL;
+    }
+    Py_ssize_t counts[2];
+    for (int side = 0; side < 2; side++)
+        if ((counts[side] = PySequence_Size(sides[side])) < 0) return NULL;
+    const int orders = char_order + word_order;
+    const size_t rows = (size_t)counts[0], columns = (size_t)counts[1];
+    if (columns && rows > ((size_t)PY_SSIZE_T_MAX / sizeof(double)) / columns) return PyErr_NoMemory();
+    if (columns >= UINT32_MAX) return PyErr_NoMemory();
+    Scoring scoring = {orders, (double)beta * beta, per_order_f};
+    double tolerance = 1.0;
+    for (int k = 0; k < tolerance_bits; k++) tolerance /= 2;
+
+    Corpus corpus;
+    memset(&corpus, 0, sizeof corpus);
+    Work work;
+    memset(&work, 0, sizeof work);
+    PyObject *matrix = NULL, *inexact = NULL, *result = NULL;
+    uint32_t *totals = NULL, *matches = NULL, *seen = NULL, *where = NULL, *first = NULL;
+    Posting *postings = NULL, *entries = NULL;
+    if (corpus_load(&corpus, sides, counts) < 0) goto done;
+    const int kinds[2] = {char_order, word_order};
+    for (int kind = 0; kind < 2; kind++)
+        if (kinds[kind] && corpus_classes(&corpus, kind, kinds[kind], keep_whitespace, &work) < 0) {
+            PyErr_NoMemory();
+            goto done;
+        }
+    /* rows of the postings: order o's class c is row base[o] + c */
+    size_t base[MAX_ORDERS + 1] = {0}, longest = 0;
+    for (int o = 0; o < orders; o++) {
+        int kind = o >= char_order, n = kind ? o - char_order + 1 : o + 1;
+        base[o + 1] = base[o] + corpus.class_count[kind ? MAX_ORDERS - n : n - 1];
+    }
+    size_t reference_ngrams = 0;
+    totals = PyMem_Calloc((size_t)corpus.texts * (size_t)orders + 1, sizeof(uint32_t));
+    if (totals == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t t = 0; t < corpus.texts; t++) {
+        size_t ngrams = 0;
+        for (int o = 0; o < orders; o++) {
+            int kind = o >= char_order, n = kind ? o - char_order + 1 : o + 1;
+            size_t length = corpus.unit_start[kind][t + 1] - corpus.unit_start[kind][t];
+            totals[(size_t)t * orders + o] = length >= (size_t)n ? (uint32_t)(length - n + 1) : 0;
+            ngrams += totals[(size_t)t * orders + o];
+        }
+        if (t >= counts[0]) reference_ngrams += ngrams;
+        if (ngrams > longest) longest = ngrams;
+    }
+    matches = PyMem_Calloc(columns * (size_t)orders + 1, sizeof(uint32_t));
+    seen = PyMem_Malloc((base[orders] + 1) * sizeof(uint32_t));
+    where = PyMem_Malloc((base[orders] + 1) * sizeof(uint32_t));
+    first = PyMem_Calloc(base[orders] + 2, sizeof(uint32_t));
+    postings = PyMem_Malloc((reference_ngrams + 1) * sizeof(Posting));
+    entries = PyMem_Malloc((longest + 1) * sizeof(Posting));
+    if (!matches || !seen || !where || !first || !postings || !entries) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    inexact = PyList_New(0);
+    matrix = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(rows * columns * sizeof(double)));
+    if (inexact == NULL || matrix == NULL) goto done;
+    double *scores = (double *)PyBytes_AsString(matrix);
+    if (scores == NULL) goto done;
+
+    /* postings: how many references hold each row, then every reference's distinct rows in reference order */
+    memset(seen, 0xFF, (base[orders] + 1) * sizeof(uint32_t));
+    for (size_t j = 0; j < columns; j++) {
+        size_t distinct = distinct_ngrams(&corpus, counts[0] + (Py_ssize_t)j, char_order, orders, base, (uint32_t)j,
+                                          seen, where, entries);
+        for (size_t e = 0; e < distinct; e++) first[entries[e].reference + 1]++;
+    }
+    for (size_t row = 0; row < base[orders]; row++) first[row + 1] += first[row];
+    memset(seen, 0xFF, (base[orders] + 1) * sizeof(uint32_t));
+    for (size_t j = 0; j < columns; j++) {
+        size_t distinct = distinct_ngrams(&corpus, counts[0] + (Py_ssize_t)j, char_order, orders, base, (uint32_t)j,
+                                          seen, where, entries);
+        for (size_t e = 0; e < distinct; e++) {
+            Posting *posting = &postings[first[entries[e].reference]++];
+            posting->reference = (uint32_t)j;
+            posting->count = entries[e].count;
+        }
+    }
+    for (size_t row = base[orders]; row > 0; row--) first[row] = first[row - 1]; /* back to each row's start */
+    first[0] = 0;
+
+    /* each hypothesis: walk the postings of its distinct n-grams, then score its row */
+    memset(seen, 0xFF, (base[orders] + 1) * sizeof(uint32_t));
+    for (size_t i = 0; i < rows; i++) {
+        size_t distinct = distinct_ngrams(&corpus, (Py_ssize_t)i, char_order, orders, base,
+                                          (uint32_t)i, seen, where, entries);
+        memset(matches, 0, columns * (size_t)orders * sizeof(uint32_t));
+        for (size_t e = 0; e < distinct; e++) {
+            const size_t row = entries[e].reference;
+            const uint32_t mine = entries[e].count;
+            int o = 0;
+            while (row >= base[o + 1]) o++;
+            for (uint32_t k = first[row]; k < first[row + 1]; k++) {
+                const Posting posting = postings[k];
+                matches[(size_t)posting.reference * orders + o] += mine < posting.count ? mine : posting.count;
+            }
+        }
+        const uint32_t *hyp = totals + i * (size_t)orders;
+        for (size_t j = 0; j < columns; j++) {
+            const uint32_t *ref = totals + (rows + j) * (size_t)orders;
+            Double2 value = pair_score(&scoring, hyp, ref, matches + j * (size_t)orders);
+            scores[i * columns + j] = value.hi;
+            if (near_midpoint(value, tolerance)) {
+                PyObject *index = PyLong_FromSize_t(i * columns + j);
+                if (index == NULL || PyList_Append(inexact, index) < 0) {
+                    Py_XDECREF(index);
+                    goto done;
+                }
+                Py_DECREF(index);
+            }
+        }
+    }
+    result = PyTuple_Pack(2, matrix, inexact);
+done:
+    PyMem_Free(totals);
+    PyMem_Free(matches);
+    PyMem_Free(seen);
+    PyMem_Free(where);
+    PyMem_Free(first);
+    PyMem_Free(postings);
+    PyMem_Free(entries);
+    corpus_free(&corpus);
+    release(&work);
+    Py_XDECREF(matrix);
+    Py_XDECREF(inexact);
+    return result;
+}
+
 PyDoc_STRVAR(set_seed_doc, "set_seed(seed)\n--\n\nSeed the hash tables (once per process, from os.urandom).");
 
 static PyObject *set_seed(PyObject *module, PyObject *seed) {
@@ -690,6 +1137,7 @@ static PyObject *set_seed(PyObject *module, PyObject *seed) {
 
 static PyMethodDef methods[] = {
     {"count", count, METH_VARARGS, count_doc},
+    {"pairwise", pairwise, METH_VARARGS, pairwise_doc},
     {"set_seed", set_seed, METH_O, set_seed_doc},
     {NULL, NULL, 0, NULL},
 };

@@ -1,0 +1,160 @@
+"""The Python API (chrf_core.api): the documented examples run, every number equals the independent naive
+implementation's exact value under each counting kernel, corpora of any size stream in chunks, and bad input is
+refused as the contract refuses it, naming the field and the segment."""
+
+import doctest
+import itertools
+import random
+from fractions import Fraction
+
+import chrf_core
+import pytest
+from chrf_core import InvalidInputError, api, counting
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from naive_chrf import naive_score
+from payloads import real_pairs
+from support import SEGMENT_TEXT, settings_strategy
+from test_kernels import kernels
+
+
+@pytest.fixture(params=kernels())
+def kernel(request, monkeypatch):
+    monkeypatch.setattr(counting, "KERNEL", request.param)
+    return request.param
+
+
+def exact(hypothesis, reference, chosen):
+    return Fraction(naive_score({"hypotheses": [hypothesis], "references": [reference], **chosen})["score_fraction"])
+
+
+def test_the_documented_examples_run_as_doctests(kernel):
+    result = doctest.testmod(api, optionflags=doctest.ELLIPSIS)
+    assert result.attempted >= 9 and result.failed == 0
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(SEGMENT_TEXT, min_size=1, max_size=5), st.lists(SEGMENT_TEXT, min_size=1, max_size=5),
+       settings_strategy())
+def test_pairwise_is_each_pairs_exact_score_correctly_rounded(kernel, hypotheses, references, chosen):
+    matrix = chrf_core.pairwise(hypotheses, references, **chosen)
+    assert matrix.shape == (len(hypotheses), len(references)) and matrix.readonly
+    for (i, hypothesis), (j, reference) in itertools.product(enumerate(hypotheses), enumerate(references)):
+        assert matrix[i, j] == float(exact(hypothesis, reference, chosen)), (i, j)
+
+
+def test_pairwise_on_real_translations_equals_one_segment_contract_scores(kernel):
+    texts = [text for pair in real_pairs() for text in pair]
+    for chosen in ({}, {"word_order": 2}, {"char_order": 10, "word_order": 4, "averaging": "per_order_f"}):
+        matrix = chrf_core.pairwise(texts[:24], texts[40:64], **chosen).tolist()
+        for i, j in itertools.product(range(24), range(24)):
+            contract = chrf_core.score({"hypotheses": [texts[i]], "references": [texts[40 + j]], **chosen})
+            assert matrix[i][j] == float(Fraction(contract["score_fraction"]))
+
+
+def test_a_native_score_too_close_to_a_rounding_midpoint_is_computed_exactly(monkeypatch):
+    if "native" not in chrf_core.KERNELS:
+        pytest.skip("the native kernel is not built")
+    texts = [text for pair in real_pairs() for text in pair][:12]
+    _, flagged = counting.NATIVE.pairwise(texts, texts, 6, 2, False, 2, False, 1)
+    assert len(flagged) > 100  # at a tolerance of half the value, nearly every score is handed back
+    monkeypatch.setattr(counting, "KERNEL", "native")
+    monkeypatch.setattr(api, "TOLERANCE_BITS", 1)
+    matrix = chrf_core.pairwise(texts, texts, word_order=2)
+    for i, j in itertools.product(range(12), range(12)):
+        assert matrix[i, j] == float(exact(texts[i], texts[j], {"word_order": 2}))
+
+
+def test_the_kernels_give_the_same_pairwise_matrix():
+    texts = [text for pair in real_pairs() for text in pair]
+    random.Random(5).shuffle(texts)
+    matrices = {}
+    for name in kernels():
+        counting.KERNEL, previous = name, counting.KERNEL
+        try:
+            matrices[name] = chrf_core.pairwise(texts[:30], texts[30:70], word_order=2, lowercase=True).tolist()
+        finally:
+            counting.KERNEL = previous
+    assert len({repr(matrix) for matrix in matrices.values()}) == 1
+
+
+def test_pairwise_agrees_with_sacrebleu_sentence_scores_where_the_definitions_coincide(kernel):
+    from sacrebleu.metrics import CHRF
+
+    texts = [text for pair in real_pairs() for text in pair if len(text) > 30][:20]
+    matrix = chrf_core.pairwise(texts, texts, word_order=2)
+    metric = CHRF(word_order=2)
+    for i, j in itertools.product(range(len(texts)), repeat=2):
+        assert matrix[i, j] == pytest.approx(metric.sentence_score(texts[i], [texts[j]]).score, abs=1e-9)
+
+
+def test_the_corpus_report_of_many_segments_is_the_merge_of_its_chunks(kernel, monkeypatch):
+    pairs = real_pairs()
+    hypotheses = (pairs[k % len(pairs)][0] for k in range(1000))  # a generator: read once, in chunks
+    references = (pairs[(k * 3) % len(pairs)][1] for k in range(1000))
+    monkeypatch.setattr(api, "CHUNK", 64)
+    report = chrf_core.corpus_report(hypotheses, references, word_order=2)
+    chosen = chrf_core.settings_of(word_order=2)
+    whole = chrf_core.count_segments([pairs[k % len(pairs)][0] for k in range(1000)],
+                                     [pairs[(k * 3) % len(pairs)][1] for k in range(1000)], chosen)
+    assert report == chrf_core.report_of(whole) and report.segment_count == 1000
+    assert report.to_dict() == chrf_core.build_report(whole)
+
+
+def test_a_small_corpus_report_is_the_contract_output(kernel):
+    pairs = real_pairs()[:10]
+    request = {"hypotheses": [h for h, _ in pairs], "references": [r for _, r in pairs], "word_order": 2,
+               "lowercase": True}
+    report = chrf_core.corpus_report(request["hypotheses"], request["references"], word_order=2, lowercase=True)
+    assert report.to_dict() == chrf_core.score(request) == naive_score(request)
+
+
+def test_segment_scores_and_reports_are_each_segments_own_and_read_lazily(kernel, monkeypatch):
+    monkeypatch.setattr(api, "CHUNK", 3)
+    pairs = real_pairs()
+    endless_hypotheses = itertools.cycle([h for h, _ in pairs])
+    references = [r for _, r in pairs]
+    scores = chrf_core.segment_scores(endless_hypotheses, iter(references), char_order=4, word_order=1)
+    first = list(itertools.islice(scores, 7))
+    assert first == [exact(pairs[k][0], references[k], {"char_order": 4, "word_order": 1}) for k in range(7)]
+    reports = chrf_core.segment_reports([h for h, _ in pairs[:5]], references[:5], averaging="per_order_f")
+    assert [report.to_dict() for report in reports] == [
+        chrf_core.score({"hypotheses": [h], "references": [r], "averaging": "per_order_f"}) for h, r in pairs[:5]]
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: chrf_core.settings_of(beta=0), "beta: must be an integer from 1 to 16, got 0"),
+        (lambda: chrf_core.corpus_report(["a"], ["a"], char_order=0), "word_order: char_order and word_order"),
+        (lambda: chrf_core.pairwise(["a"], ["a"], lowercase=1), "lowercase: must be a boolean"),
+        (lambda: chrf_core.segment_scores(["a"], ["a"], wordorder=2), "settings: unknown key"),
+        (lambda: chrf_core.corpus_report([], []), "hypotheses: at least 1 segment, got 0"),
+        (lambda: chrf_core.pairwise(["a"], []), "references: at least 1 segment, got 0"),
+        (lambda: chrf_core.corpus_report(["a"] * 10, ["a"] * 9), "references: must have as many segments as "
+                                                                  "hypotheses, got only 9"),
+        (lambda: chrf_core.corpus_report(["a"] * 9, ["a"] * 10), "references: must have as many segments as "
+                                                                 "hypotheses, got more than 9"),
+        (lambda: chrf_core.corpus_report(["a"] * 9 + [b"a"], ["a"] * 10), "hypotheses[9]: must be a string"),
+        (lambda: list(chrf_core.segment_scores(["a"] * 9, ["a"] * 8 + ["\ud800"])),
+         "references[8]: must not contain a lone surrogate"),
+        (lambda: chrf_core.pairwise(["a", None], ["a"]), "hypotheses[1]: must be a string, got null"),
+    ],
+)
+def test_bad_input_is_refused_naming_the_field_and_the_segment(call, message, monkeypatch):
+    monkeypatch.setattr(api, "CHUNK", 4)  # so that segment numbers count across chunks
+    with pytest.raises(InvalidInputError) as raised:
+        call()
+    assert str(raised.value).startswith(message)
+
+
+def test_settings_are_checked_when_the_call_is_made_not_when_the_first_score_is_read():
+    with pytest.raises(InvalidInputError):
+        chrf_core.segment_reports(["a"], ["a"], averaging="mean")
+
+
+def test_inputs_are_not_changed():
+    hypotheses, references = ["The Cat", "a dog"], ["the cat", "A Dog"]
+    chrf_core.pairwise(hypotheses, references, lowercase=True)
+    chrf_core.corpus_report(hypotheses, references, lowercase=True)
+    assert hypotheses == ["The Cat", "a dog"] and references == ["the cat", "A Dog"]
