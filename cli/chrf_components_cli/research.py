@@ -62,18 +62,17 @@ def command_segments(args: argparse.Namespace) -> int:
         import numpy as np
 
         from .compare import score_texts
+        from .segment_json import json_lines
 
         out = sys.stdout
         line = 1
         for hypotheses, references in aligned_chunks(files):
-            rows = chrf_core.segment_rows(hypotheses, references, settings)
+            rows = np.frombuffer(chrf_core.segment_rows(hypotheses, references, settings), dtype=np.int64)
+            rows = rows.reshape(-1, width)
             if args.json:
-                for index in range(len(hypotheses)):
-                    orders = corpus.segment_orders(rows, index, width)
-                    report = chrf_core.build_report(chrf_core.Counts(settings, 1, tuple(orders)))
-                    out.write(json.dumps({"line": line + index, **report}) + "\n")
+                out.write(json_lines(settings, rows, line))
             else:
-                scores = score_texts(settings, np.frombuffer(rows, dtype=np.int64).reshape(-1, width))
+                scores = score_texts(settings, rows)
                 out.write("".join(f"{line + index}\t{score}\n" for index, score in enumerate(scores)))
             line += len(hypotheses)
     finally:

@@ -89,6 +89,26 @@ def test_segments_prints_line_tab_score_for_thousands_of_generated_lines(capsys,
             assert row == f"{number}\t{expected}"
 
 
+def test_segments_json_writes_what_dumping_each_report_writes_byte_for_byte(capsys, tmp_path, monkeypatch):
+    from chrf_components_cli import lines
+
+    monkeypatch.setattr(lines, "CHUNK_BYTES", 4096)  # lines numbered on across chunks
+    rng = random.Random(10)
+    alphabet = list("abcdeé中 ,.(😀\u3000") + ["the", " cat", " sat", "«", "\\", '"']
+    pairs = [("".join(rng.choice(alphabet) for _ in range(rng.randint(0, 25))),
+              "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 25)))) for _ in range(2000)]
+    hyp, ref = write_pairs(tmp_path, pairs)
+    for request_settings in ({"word_order": 2, "beta": 3},
+                             {"char_order": 10, "word_order": 4, "averaging": "per_order_f"},
+                             {"char_order": 0, "word_order": 1, "include_whitespace": True}):
+        settings_object = chrf_core.settings_of(**request_settings)
+        code, out, err = run(capsys, "segments", hyp, ref, "--json", *flags(settings_object.as_dict()))
+        assert code == 0 and err == ""
+        expected = [json.dumps({"line": number, **chrf_core.report_of(chrf_core.count_segments(
+            [h], [r], settings_object)).to_dict()}) for number, (h, r) in enumerate(pairs, start=1)]
+        assert out.splitlines() == expected
+
+
 @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.lists(st.tuples(LINE_TEXT, LINE_TEXT), min_size=1, max_size=30), settings_strategy())
 def test_segments_json_lines_are_each_segments_contract_output_plus_its_line(tmp_path_factory, pairs, request_settings):

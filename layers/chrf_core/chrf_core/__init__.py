@@ -31,7 +31,16 @@ from .contract import (
 )
 from .counting import KERNEL, KERNEL_ERROR, KERNELS, Counts, count_segments, merge_counts, order_labels, segment_rows
 from .errors import InvalidInputError, error_envelope, shown
-from .report import OrderScore, Report, build_report, exact_score, fraction_text, report_of, score_text
+from .report import (
+    OrderScore,
+    Report,
+    averages_and_score,
+    build_report,
+    exact_score,
+    fraction_text,
+    report_of,
+    score_text,
+)
 from .request import (
     ValidRequest,
     decode_request,
@@ -48,11 +57,11 @@ from .tokens import words
 __all__ = [
     "AVERAGINGS", "DEFAULTS", "EXECUTE_PATH", "ITEM_KEYS", "KERNEL", "KERNELS", "KERNEL_ERROR", "MAX_SEGMENTS",
     "MAX_TEXT_BYTES", "REQUEST_KEYS", "SETTING_KEYS", "TEXT_KEYS", "TOOL", "VERSION", "Counts", "InvalidInputError",
-    "OrderScore", "Report", "Settings", "ValidRequest", "build_report", "compute_counts", "corpus_counts",
-    "corpus_report", "count_segments", "decode_request", "error_envelope", "exact_score", "fraction_text",
-    "loads_request", "make_request", "merge_counts", "order_labels", "pairwise", "parse_request", "parse_settings",
-    "parse_strict_settings", "report_of", "score", "score_text", "segment_reports", "segment_rows", "segment_scores",
-    "settings_of", "shown", "unknown_key_error", "utf8_size", "words"
+    "OrderScore", "Report", "Settings", "ValidRequest", "averages_and_score", "build_report", "compute_counts",
+    "corpus_counts", "corpus_report", "count_segments", "decode_request", "error_envelope", "exact_score",
+    "fraction_text", "loads_request", "make_request", "merge_counts", "order_labels", "pairwise", "parse_request",
+    "parse_settings", "parse_strict_settings", "report_of", "score", "score_text", "segment_reports", "segment_rows",
+    "segment_scores", "settings_of", "shown", "unknown_key_error", "utf8_size", "words"
 ]
 
 

@@ -3,7 +3,7 @@ JSON output is written from it at the edge (:meth:`Report.to_dict`)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from fractions import Fraction
 from math import gcd
 from typing import Any, NamedTuple
@@ -97,39 +97,40 @@ class Report(NamedTuple):
         }
 
 
-def _average(parts: Sequence[tuple[int, int]]) -> tuple[int, int]:
-    """The mean of fractions given as (numerator, denominator), unreduced: (sum numerator, count * denominator)."""
-    numerator, denominator = 0, 1
-    for part_numerator, part_denominator in parts:
-        numerator = numerator * part_denominator + part_numerator * denominator
-        denominator *= part_denominator
-    return numerator, denominator * len(parts)
-
-
-def _averages_and_score(settings: Settings, orders: Sequence[Triple]) -> tuple[tuple[int, int], tuple[int, int],
+def averages_and_score(settings: Settings, orders: Iterable[Triple]) -> tuple[tuple[int, int], tuple[int, int],
                                                                                  Fraction]:
-    """Average precision and recall over effective orders (unreduced) and the score, one reduction at the end
-    (fast enough to score every segment of a large corpus)."""
+    """Average precision and recall over effective orders as unreduced (numerator, denominator), and the score:
+    sums of fractions kept as one numerator over one denominator, reduced once at the end (fast enough to score
+    every segment of a large corpus)."""
     beta_squared = settings.beta * settings.beta
-    effective = [(hyp, ref, match) for hyp, ref, match in orders if hyp and ref]
-    precision = _average([(match, hyp) for hyp, _, match in effective] or [(0, 1)])
-    recall = _average([(match, ref) for _, ref, match in effective] or [(0, 1)])
+    precision_sum, precision_denominator, recall_sum, recall_denominator, effective = 0, 1, 0, 1, 0
+    f_sum, f_denominator, order_count = 0, 1, 0
+    for hyp, ref, match in orders:
+        order_count += 1
+        if not (hyp and ref):
+            continue
+        effective += 1
+        if match:  # m/h + p/d = (p h + m d) / (d h); an order without matches adds nothing
+            precision_sum, precision_denominator = precision_sum * hyp + match * precision_denominator, \
+                precision_denominator * hyp
+            recall_sum, recall_denominator = recall_sum * ref + match * recall_denominator, recall_denominator * ref
+            # f = (1 + b^2) m / (b^2 r + h); an order without n-grams or matches counts as 0 in the mean
+            f_part = beta_squared * ref + hyp
+            f_sum, f_denominator = f_sum * f_part + (1 + beta_squared) * match * f_denominator, f_denominator * f_part
+    precision = precision_sum, precision_denominator * max(effective, 1)
+    recall = recall_sum, recall_denominator * max(effective, 1)
     if settings.averaging == "per_order_f":
-        # mean over all orders of f = (1 + b^2) m / (b^2 r + h), an order without n-grams or matches counting as 0
-        numerator, denominator = _average(
-            [((1 + beta_squared) * match, beta_squared * ref + hyp) if hyp and ref and match else (0, 1)
-             for hyp, ref, match in orders])
-        return precision, recall, Fraction(100 * numerator, denominator)
-    # F_beta of the averages: P = Pn / Pd, R = Rn / Rd
-    if not precision[0] and not recall[0]:
+        return precision, recall, Fraction(100 * f_sum, f_denominator * order_count)
+    if not precision_sum:  # no matches: P = R = 0
         return precision, recall, ZERO
+    # F_beta of the averages P = Pn / Pd and R = Rn / Rd
     return precision, recall, Fraction(100 * (1 + beta_squared) * precision[0] * recall[0],
                                        beta_squared * precision[0] * recall[1] + recall[0] * precision[1])
 
 
 def exact_score(settings: Settings, orders: Sequence[Triple]) -> Fraction:
     """The score of these counts as one exact fraction."""
-    return _averages_and_score(settings, orders)[2]
+    return averages_and_score(settings, orders)[2]
 
 
 def report_of(counts: Counts) -> Report:
@@ -138,7 +139,7 @@ def report_of(counts: Counts) -> Report:
     orders = tuple(OrderScore(kind, n, hyp, ref, match, settings.beta)
                    for (kind, n), (hyp, ref, match) in zip(order_labels(settings.char_order, settings.word_order),
                                                            counts.orders, strict=True))
-    precision, recall, score = _averages_and_score(settings, counts.orders)
+    precision, recall, score = averages_and_score(settings, counts.orders)
     return Report(settings, counts.segment_count, orders, Fraction(*precision), Fraction(*recall), score)
 
 
