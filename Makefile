@@ -16,7 +16,7 @@ export AWS_DEFAULT_REGION ?= us-east-1
 export AWS_REGION ?= $(AWS_DEFAULT_REGION)
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: setup setup-dev setup-sam kernel run test lint build arm64-python bench bench-counts sanitize clean
+.PHONY: setup setup-dev setup-sam kernel run test lint build arm64-python dist bench bench-counts sanitize clean
 
 # What running needs: the runtime dependencies and the command line (with the host's native kernel).
 setup: $(VENV)/.installed kernel
@@ -68,9 +68,33 @@ build: setup setup-sam
 arm64-python:
 	@tests/arm64/fetch-python.sh $(ARM64_PYTHON) || echo "could not fetch an arm64 Python: the arm64 layer test will say so"
 
+# The distributions, built from source: a reproducible sdist (see setup.py), then from its unpacked contents one abi3
+# wheel per Linux architecture, the kernel cross-compiled by Zig for glibc 2.17 (manylinux2014) against the pinned
+# 3.11 headers of .venv. Dated by the last commit, so the same commit gives the same bytes. Then twine and
+# auditwheel check them, and the wheels the tests install them with (numpy; setuptools for the sdist) are fetched
+# into .cache/wheelhouse, so that the tests install without a network.
+DIST := dist
+WHEELHOUSE := .cache/wheelhouse
+WHEEL_ARCHITECTURES := x86_64 aarch64
+dist: setup-dev setup-sam
+	rm -rf $(DIST) && mkdir -p $(DIST)
+	@set -e; export SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct 2>/dev/null || echo 315532800); \
+	$(BIN)/python -m build -q --no-isolation --sdist --outdir $(DIST) . >/dev/null; \
+	work=$$(mktemp -d); trap 'rm -rf "$$work"' EXIT; tar -xzf $(DIST)/*.tar.gz -C "$$work"; \
+	for arch in $(WHEEL_ARCHITECTURES); do \
+		cc="$(abspath $(SAM_VENV))/bin/python -m ziglang cc -target $$arch-linux-gnu.2.17"; \
+		(cd "$$work"/* && rm -rf build && CC="$$cc" LDSHARED="$$cc -shared -s -Wl,--build-id=none" CFLAGS="-g0" \
+			CHRF_REQUIRE_NATIVE=1 $(abspath $(BIN))/python -m build -q --no-isolation --wheel \
+			--outdir $(abspath $(DIST)) -C--build-option=--plat-name=manylinux_2_17_$$arch . >/dev/null); \
+	done
+	$(BIN)/twine check --strict $(DIST)/*
+	@for wheel in $(DIST)/*.whl; do $(BIN)/auditwheel show $$wheel | tr '\n' ' ' | sed 's/  */ /g'; echo; done
+	@sha256sum $(DIST)/*
+	$(BIN)/pip download -q --only-binary=:all: -d $(WHEELHOUSE) numpy==2.4.6 setuptools==80.9.0
+
 # Everything, under both counting kernels: the suite with the native kernel (which must load), then the layer,
 # handler and pipeline tests again with the pure-Python kernel.
-test: lint build arm64-python
+test: lint build arm64-python dist
 	CHRF_REQUIRE_BUILD=1 $(BIN)/python -m pytest
 	CHRF_CORE_NATIVE=0 $(BIN)/python -m pytest tests/unit tests/handler tests/pipeline
 
@@ -92,4 +116,4 @@ sanitize: setup-dev
 		$(BIN)/python tests/native/sanitize.py .cache/sanitize
 
 clean:
-	rm -rf $(VENV) $(SAM_VENV) .aws-sam .cache .pytest_cache .ruff_cache .mypy_cache .hypothesis build $(HOST_KERNEL)
+	rm -rf $(VENV) $(SAM_VENV) .aws-sam .cache .pytest_cache .ruff_cache .mypy_cache .hypothesis build $(DIST) $(HOST_KERNEL)

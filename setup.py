@@ -1,14 +1,47 @@
-"""The native kernel as a setuptools extension (everything else about the package is in pyproject.toml).
+"""The native kernel as a setuptools extension, and a reproducible sdist (everything else about the package is in
+pyproject.toml).
 
-`make setup` builds it in place (layers/chrf_core/chrf_core/_kernel.abi3.so) for the host, against the CPython
-Limited API, so one object serves Python 3.11 and later. It is optional unless CHRF_REQUIRE_NATIVE=1: without a C
-compiler the package still works, counting in Python. The Lambda layer's arm64 object is built separately, by
-layers/chrf_core/Makefile during `sam build`.
+`make setup` builds the kernel in place (layers/chrf_core/chrf_core/_kernel.abi3.so) for the host, against the
+CPython Limited API, so one object serves Python 3.11 and later. It is optional unless CHRF_REQUIRE_NATIVE=1: without
+a C compiler the package still installs and counts in Python. `make dist` cross-compiles it into the wheels with Zig;
+the Lambda layer's arm64 object is built separately, by layers/chrf_core/Makefile during `sam build`.
 """
 
+import gzip
+import io
 import os
+import tarfile
 
 from setuptools import Extension, setup
+from setuptools.command.sdist import sdist
+
+
+class ReproducibleSdist(sdist):
+    """An sdist whose bytes depend on the sources alone: members sorted, owned by root, dated SOURCE_DATE_EPOCH
+    (else 1980-01-01), gzip header without a name or time."""
+
+    def make_distribution(self) -> None:
+        super().make_distribution()
+        epoch = int(os.environ.get("SOURCE_DATE_EPOCH", "315532800"))
+        for archive in self.archive_files:
+            if archive.endswith(".tar.gz"):
+                rewrite(archive, epoch)
+
+
+def rewrite(archive: str, epoch: int) -> None:
+    with tarfile.open(archive) as source:
+        members = sorted(((member, source.extractfile(member)) for member in source.getmembers()),
+                         key=lambda pair: pair[0].name)
+        buffer = io.BytesIO()
+        with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as target:
+            for member, data in members:
+                member.mtime, member.uid, member.gid, member.uname, member.gname = epoch, 0, 0, "root", "root"
+                member.mode = 0o755 if member.isdir() else 0o644
+                member.pax_headers = {}
+                target.addfile(member, data)
+    with open(archive, "wb") as out, gzip.GzipFile(filename="", mode="wb", fileobj=out, mtime=epoch) as compressed:
+        compressed.write(buffer.getvalue())
+
 
 setup(
     ext_modules=[
@@ -21,5 +54,6 @@ setup(
             optional=os.environ.get("CHRF_REQUIRE_NATIVE") != "1",
         )
     ],
+    cmdclass={"sdist": ReproducibleSdist},
     options={"bdist_wheel": {"py_limited_api": "cp311"}},
 )

@@ -4,7 +4,8 @@ Against a deployed stack (as aws-samples projects do) the tests read the stack's
 (SigV4-signed), the real function and the real pipeline with the credentials of the standard AWS chain. Without
 it they start their own stand-ins: `serve --iam` on loopback (which checks every signature with botocore, as
 API Gateway's IAM authorization would) and moto for Lambda, S3, Step Functions and CloudFormation, with moto's
-Lambda invocation reaching the real handlers.
+Lambda invocation reaching the real handlers. (test_distributions.py crosses another boundary: the package as
+`pip install` delivers it, installed from `make dist`'s files into fresh environments.)
 """
 
 import json

@@ -1,0 +1,146 @@
+"""The distributions `make dist` builds, installed as a researcher installs them: into fresh virtual environments
+whose PATH holds no compiler, from the local wheelhouse only (no network).
+
+* the x86_64 wheel loads its native kernel, and its command line and Python API give the host's numbers;
+* the aarch64 wheel, installed by pip for that platform, loads its native kernel in Debian's arm64 Python 3.13
+  under qemu (as tests/template/test_arm64_layer.py runs the Lambda layer) and gives the same numbers;
+* the sdist, with no compiler to build the kernel, installs, says once that it counts in Python, and gives the same
+  numbers.
+
+With CHRF_REQUIRE_BUILD=1 (make test) a missing distribution fails the test; with CHRF_REQUIRE_TOOLS=1 (CI) so does
+a missing qemu or arm64 Python.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import chrf_core
+import pytest
+from payloads import real_pairs
+from support import ROOT
+
+DIST = ROOT / "dist"
+WHEELHOUSE = ROOT / ".cache" / "wheelhouse"
+ARM64_PYTHON = ROOT / ".cache" / "arm64-python"
+REQUIRE_BUILD = os.environ.get("CHRF_REQUIRE_BUILD") == "1"
+REQUIRE_TOOLS = os.environ.get("CHRF_REQUIRE_TOOLS") == "1"
+
+SCRIPT = """
+import json, platform, sys
+sys.path[:0] = sys.argv[2:]
+import chrf_core
+hypotheses, references = json.load(open(sys.argv[1], encoding="utf-8"))
+print(json.dumps({
+    "machine": platform.machine(), "kernel": chrf_core.KERNEL, "module": chrf_core.__file__,
+    "report": chrf_core.corpus_report(hypotheses, references, word_order=2).to_dict(),
+    "segments": [str(score) for score in chrf_core.segment_scores(hypotheses, references, lowercase=True)],
+    "pairwise": chrf_core.pairwise(hypotheses[:12], references[:12], char_order=4, word_order=1).tolist(),
+}))
+"""
+
+
+def distribution(pattern):
+    found = sorted(DIST.glob(pattern))
+    if not found or not WHEELHOUSE.is_dir():
+        (pytest.fail if REQUIRE_BUILD else pytest.skip)(f"{DIST / pattern} and {WHEELHOUSE} (make dist)")
+    return found[-1]
+
+
+@pytest.fixture(scope="module")
+def texts(tmp_path_factory):
+    pairs = real_pairs()
+    path = tmp_path_factory.mktemp("texts") / "texts.json"
+    path.write_text(json.dumps([[h for h, _ in pairs], [r for _, r in pairs]]), encoding="utf-8")
+    return path
+
+
+def expected(texts):
+    hypotheses, references = json.loads(texts.read_text(encoding="utf-8"))
+    return {
+        "report": chrf_core.corpus_report(hypotheses, references, word_order=2).to_dict(),
+        "segments": [str(score) for score in chrf_core.segment_scores(hypotheses, references, lowercase=True)],
+        "pairwise": chrf_core.pairwise(hypotheses[:12], references[:12], char_order=4, word_order=1).tolist(),
+    }
+
+
+def fresh_environment(folder):
+    """A new virtual environment, and the environment variables of a shell whose PATH has no compiler on it."""
+    subprocess.run([sys.executable, "-m", "venv", str(folder)], check=True, capture_output=True, timeout=300)
+    variables = {"PATH": str(folder / "bin"), "HOME": str(folder), "LANG": "C.UTF-8", "PIP_NO_INPUT": "1",
+                 "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+    for compiler in ("cc", "gcc", "clang", "zig"):
+        assert shutil.which(compiler, path=variables["PATH"]) is None
+    return folder / "bin", variables
+
+
+def install(bin_folder, variables, target):
+    return subprocess.run([str(bin_folder / "python"), "-m", "pip", "install", "--no-index", "--find-links",
+                           str(WHEELHOUSE), str(target)], capture_output=True, text=True, env=variables, timeout=600)
+
+
+def run_script(python, texts, folder, variables, *prefix_and_paths):
+    script = folder / "script.py"
+    script.write_text(SCRIPT, encoding="utf-8")
+    prefix, paths = (prefix_and_paths[0], prefix_and_paths[1:]) if prefix_and_paths else ([], ())
+    return subprocess.run([*prefix, str(python), "-I", str(script), str(texts), *map(str, paths)],
+                          capture_output=True, text=True, env=variables, timeout=900, cwd=folder)
+
+
+def test_the_x86_64_wheel_installs_without_a_compiler_and_counts_natively(tmp_path, texts):
+    wheel = distribution("*-cp311-abi3-manylinux_2_17_x86_64.whl")
+    bin_folder, variables = fresh_environment(tmp_path / "venv")
+    installed = install(bin_folder, variables, wheel)
+    assert installed.returncode == 0, installed.stderr
+    completed = run_script(bin_folder / "python", texts, tmp_path, variables)
+    assert completed.returncode == 0 and completed.stderr == "", completed.stderr
+    result = json.loads(completed.stdout)
+    assert result.pop("kernel") == "native" and result.pop("module").startswith(str(tmp_path / "venv"))
+    assert result.pop("machine") == "x86_64" and result == expected(texts)
+
+    hypotheses, references = json.loads(texts.read_text(encoding="utf-8"))
+    (tmp_path / "hyp").write_text("\n".join(hypotheses) + "\n", encoding="utf-8")
+    (tmp_path / "ref").write_text("\n".join(references) + "\n", encoding="utf-8")
+    score = subprocess.run([str(bin_folder / "chrf-components"), "score", "hyp", "ref", "--word-order", "2", "--json"],
+                           capture_output=True, text=True, env=variables, cwd=tmp_path, timeout=120)
+    assert score.returncode == 0 and json.loads(score.stdout) == expected(texts)["report"], score.stderr
+    serve = subprocess.run([str(bin_folder / "chrf-components"), "serve"], capture_output=True, text=True,
+                           env=variables, cwd=tmp_path, timeout=120)
+    assert serve.returncode == 2 and serve.stdout == ""
+    assert serve.stderr.count("\n") == 1 and "pip install 'chrf-components[aws]'" in serve.stderr
+
+
+def test_the_aarch64_wheel_loads_its_native_kernel_in_an_arm64_python_under_qemu(tmp_path, texts):
+    wheel = distribution("*-cp311-abi3-manylinux_2_17_aarch64.whl")
+    qemu, python = shutil.which("qemu-aarch64-static"), ARM64_PYTHON / "usr" / "bin" / "python3.13"
+    if not qemu or not python.exists():
+        (pytest.fail if REQUIRE_TOOLS else pytest.skip)("qemu-aarch64-static and an arm64 Python (make arm64-python)")
+    target = tmp_path / "site-packages"
+    installed = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--no-index", "--no-deps", "--only-binary=:all:", "--platform",
+         "manylinux_2_17_aarch64", "--python-version", "3.13", "--implementation", "cp", "--target", str(target),
+         str(wheel)], capture_output=True, text=True, timeout=300)
+    assert installed.returncode == 0, installed.stderr
+    completed = run_script(python, texts, tmp_path, {"LANG": "C.UTF-8"},
+                           [qemu, "-cpu", "neoverse-n1", "-L", str(ARM64_PYTHON)], target)
+    assert completed.returncode == 0, completed.stderr
+    result = json.loads(completed.stdout.strip().splitlines()[-1])
+    assert result.pop("kernel") == "native" and result.pop("module").startswith(str(target))
+    assert result.pop("machine") == "aarch64" and result == expected(texts)
+
+
+def test_the_sdist_without_a_compiler_installs_and_says_once_that_it_counts_in_python(tmp_path, texts):
+    sdist = distribution("*.tar.gz")
+    bin_folder, variables = fresh_environment(tmp_path / "venv")
+    installed = install(bin_folder, variables, sdist)
+    assert installed.returncode == 0, installed.stderr
+    completed = run_script(bin_folder / "python", texts, tmp_path, variables)
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stderr.splitlines() == [
+        "chrf_core: native kernel not used, counting in Python: not built (no _kernel extension beside chrf_core)"]
+    result = json.loads(completed.stdout)
+    assert result.pop("kernel") == "python" and result.pop("module").startswith(str(tmp_path / "venv"))
+    result.pop("machine")
+    assert result == expected(texts)
