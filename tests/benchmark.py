@@ -7,6 +7,10 @@
    MT at the same settings, through the handler, with each kernel.
 3. The command line: `chrf-components score` against `sacrebleu -m chrf`, with peak memory (RSS).
 4. `chrf-components compare`: 3 systems x 3,000 segments x 1,000 bootstrap resamples.
+5. Cold start: import times.
+6. `chrf-components segments` (text and --json) against `score` on the same lines.
+7. `chrf_core.pairwise` (every hypothesis against every reference, as in MBR decoding) against
+   `fastchrf.pairwise_chrf` and sacreBLEU's `sentence_score`, at 256 x 256 and 1024 x 1024.
 
 Times are the best of several interleaved rounds (the least disturbed by other load on a shared machine).
 `python tests/benchmark.py --quick` runs fewer rounds and smaller command-line corpora.
@@ -200,6 +204,70 @@ def compare_timing(rounds: int) -> None:
           f"{whole[0]:.2f} s, {whole[1]:.0f} MB" if whole else "  timed out")
 
 
+def segments_table(sizes: list[int], timeout: float) -> None:
+    print("\n6. segments: every segment's score (text, --json) against score, same lines (chrF++), output to nowhere\n")
+    header = f"{'segments':>10}{'score':>12}{'segments':>12}{'ratio':>8}{'--json':>12}{'ratio':>8}"
+    print(header + "\n" + "-" * len(header))
+    with tempfile.TemporaryDirectory() as folder:
+        for segments in sizes:
+            hyp, ref = corpus_files(pathlib.Path(folder), segments)
+            times = {}
+            for name, extra in (("score", []), ("segments", []), ("--json", ["--json"])):
+                command = "score" if name == "score" else "segments"
+                result = measure([str(BIN / "chrf-components"), command, str(hyp), str(ref), "--word-order", "2",
+                                  *extra], timeout)
+                times[name] = result[0] if result else float("nan")
+            print(f"{segments:>10}{times['score']:>10.1f} s{times['segments']:>10.1f} s"
+                  f"{times['segments'] / times['score']:>7.1f}x{times['--json']:>10.1f} s"
+                  f"{times['--json'] / times['score']:>7.1f}x")
+
+
+def mbr_candidates(count: int) -> list[str]:
+    """Sampled translations of one source: a real reference with a quarter of its words replaced, some dropped."""
+    rng = random.Random(6)
+    pairs = payloads.real_pairs()
+    vocabulary = sorted({word for pair in pairs for text in pair for word in text.split()})
+    return [payloads.edited(pairs[3][1], rng, vocabulary) for _ in range(count)]
+
+
+def real_lines(count: int) -> list[str]:
+    pairs = payloads.real_pairs()
+    return [f"{pairs[index % len(pairs)][index % 2]} {index}" for index in range(count)]
+
+
+def pairwise_table(rounds: int) -> None:
+    import fastchrf
+
+    print("\n7. pairwise (c6 w0): every hypothesis against every reference, against fastChrF and sacreBLEU\n")
+    header = (f"{'data':<16}{'size':>11}{'chrf_core':>12}{'fastChrF':>11}{'speed-up':>10}{'sacreBLEU':>13}"
+              f"{'speed-up':>10}")
+    print(header + "\n" + "-" * len(header))
+    metric = CHRF()
+    for kind, make in (("real MT lines", real_lines), ("MBR candidates", mbr_candidates)):
+        for size in (256, 1024):
+            texts = make(2 * size)
+            hypotheses, references = texts[:size], texts[size:] if kind == "real MT lines" else texts[:size]
+            functions = {
+                "ours": lambda h=hypotheses, r=references: chrf_core.pairwise(h, r),
+                "fastchrf": lambda h=hypotheses, r=references: fastchrf.pairwise_chrf([h], [r]),
+            }
+            best = best_of(functions, rounds if size == 256 else max(1, rounds // 3), 1)
+            ours, theirs = chrf_core.pairwise(hypotheses, references), fastchrf.pairwise_chrf([hypotheses],
+                                                                                             [references])[0]
+            difference = max(abs(ours[i, j] - theirs[i][j]) for i in range(size) for j in range(size))
+            assert difference <= 1e-9, f"pairwise and fastChrF differ by {difference}"
+            rows = 32  # sacreBLEU: one sentence_score per pair; a sample of rows, scaled to the whole matrix
+            started = time.perf_counter()
+            for hypothesis in hypotheses[:rows]:
+                for reference in references:
+                    metric.sentence_score(hypothesis, [reference])
+            sacrebleu_time = (time.perf_counter() - started) * size / rows
+            print(f"{kind:<16}{f'{size} x {size}':>11}{best['ours']:>10.3f} s{best['fastchrf']:>9.2f} s"
+                  f"{best['fastchrf'] / best['ours']:>9.1f}x{sacrebleu_time:>10.1f} s *"
+                  f"{sacrebleu_time / best['ours']:>8.0f}x")
+    print("  (agreement with fastChrF: every score within 1e-9; * sacreBLEU timed on 32 rows and scaled)")
+
+
 def import_times() -> None:
     code = "import time; t = time.perf_counter(); import {module}; print((time.perf_counter() - t) * 1000)"
     path = f"{ROOT / 'functions' / 'chrf_components'}:{ROOT / 'layers' / 'chrf_core'}"
@@ -226,6 +294,8 @@ def main() -> None:
     command_line_table(sizes, sacrebleu_limit=100_000, timeout=1800)
     compare_timing(3 if args.quick else 5)
     import_times()
+    segments_table(sizes, timeout=1800)
+    pairwise_table(3 if args.quick else 6)
 
 
 if __name__ == "__main__":
