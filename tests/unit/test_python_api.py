@@ -158,3 +158,26 @@ def test_inputs_are_not_changed():
     chrf_core.pairwise(hypotheses, references, lowercase=True)
     chrf_core.corpus_report(hypotheses, references, lowercase=True)
     assert hypotheses == ["The Cat", "a dog"] and references == ["the cat", "A Dog"]
+
+
+def test_the_python_api_page_examples_run_as_doctests(kernel):
+    from support import ROOT
+
+    result = doctest.testfile(str(ROOT / "docs" / "python-api.md"), module_relative=False)
+    assert result.attempted >= 5 and result.failed == 0
+
+
+def test_the_readme_python_example_runs_and_picks_the_candidate_the_others_agree_with_most(kernel, capsys):
+    import re
+
+    from support import ROOT
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    example = re.search(r"```python\n(.*?)```", readme, re.S).group(1)
+    pairs = real_pairs()[:10]
+    candidates = ["the cat sat on the mat", "a cat sat on the mat", "the cat sat on a mat", "dogs bark"]
+    namespace = {"hypotheses": [h for h, _ in pairs], "references": [r for _, r in pairs], "candidates": candidates}
+    exec(compile(example, "README.md", "exec"), namespace)
+    assert namespace["best"] == "the cat sat on the mat"
+    assert namespace["report"].segment_count == 10 and len(namespace["scores"]) == 10
+    assert capsys.readouterr().out.split()[1] == namespace["report"].to_dict()["score"]
