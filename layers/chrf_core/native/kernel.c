@@ -1081,6 +1081,7 @@ static PyObject *pairwise(PyObject *module, PyObject *args) {
     /* each hypothesis: walk the postings of its distinct n-grams, then score its row */
     memset(seen, 0xFF, (base[orders] + 1) * sizeof(uint32_t));
     for (size_t i = 0; i < rows; i++) {
+        if (PyErr_CheckSignals() < 0) goto done; /* a large matrix can take minutes: let Ctrl-C through */
         size_t distinct = distinct_ngrams(&corpus, (Py_ssize_t)i, char_order, orders, base,
                                           (uint32_t)i, seen, where, entries);
         memset(matches, 0, columns * (size_t)orders * sizeof(uint32_t));
