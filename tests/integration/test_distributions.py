@@ -76,9 +76,15 @@ def fresh_environment(folder):
     return folder / "bin", variables
 
 
-def install(bin_folder, variables, target):
-    return subprocess.run([str(bin_folder / "python"), "-m", "pip", "install", "--no-index", "--find-links",
-                           str(WHEELHOUSE), str(target)], capture_output=True, text=True, env=variables, timeout=600)
+def install_fresh_and_run(tmp_path, texts, pattern):
+    """The distribution installed by pip into a fresh environment, then the script run there."""
+    target = distribution(pattern)
+    bin_folder, variables = fresh_environment(tmp_path / "venv")
+    installed = subprocess.run([str(bin_folder / "python"), "-m", "pip", "install", "--no-index", "--find-links",
+                                str(WHEELHOUSE), str(target)], capture_output=True, text=True, env=variables,
+                               timeout=600)
+    assert installed.returncode == 0, installed.stderr
+    return bin_folder, variables, run_script(bin_folder / "python", texts, tmp_path, variables)
 
 
 def run_script(python, texts, folder, variables, *prefix_and_paths):
@@ -90,11 +96,7 @@ def run_script(python, texts, folder, variables, *prefix_and_paths):
 
 
 def test_the_x86_64_wheel_installs_without_a_compiler_and_counts_natively(tmp_path, texts):
-    wheel = distribution("*-cp311-abi3-manylinux_2_17_x86_64.whl")
-    bin_folder, variables = fresh_environment(tmp_path / "venv")
-    installed = install(bin_folder, variables, wheel)
-    assert installed.returncode == 0, installed.stderr
-    completed = run_script(bin_folder / "python", texts, tmp_path, variables)
+    bin_folder, variables, completed = install_fresh_and_run(tmp_path, texts, "*-cp311-abi3-manylinux_2_17_x86_64.whl")
     assert completed.returncode == 0 and completed.stderr == "", completed.stderr
     result = json.loads(completed.stdout)
     assert result.pop("kernel") == "native" and result.pop("module").startswith(str(tmp_path / "venv"))
@@ -132,11 +134,7 @@ def test_the_aarch64_wheel_loads_its_native_kernel_in_an_arm64_python_under_qemu
 
 
 def test_the_sdist_without_a_compiler_installs_and_says_once_that_it_counts_in_python(tmp_path, texts):
-    sdist = distribution("*.tar.gz")
-    bin_folder, variables = fresh_environment(tmp_path / "venv")
-    installed = install(bin_folder, variables, sdist)
-    assert installed.returncode == 0, installed.stderr
-    completed = run_script(bin_folder / "python", texts, tmp_path, variables)
+    _, _, completed = install_fresh_and_run(tmp_path, texts, "*.tar.gz")
     assert completed.returncode == 0, completed.stderr
     assert completed.stderr.splitlines() == [
         "chrf_core: native kernel not used, counting in Python: not built (no _kernel extension beside chrf_core)"]
