@@ -858,42 +858,9 @@ static int corpus_load(Corpus *corpus, PyObject *sides[2], Py_ssize_t counts[2])
     return 0;
 }
 
-/* A table from a 64-bit key to a dense id, sized for `keys` keys (cleared by the caller's stamp). */
-typedef struct {
-    Slot *slots;
-    uint32_t mask, stamp;
-} Table;
-
-static int table_reserve(Table *table, size_t keys) {
-    size_t slots = 16;
-    while (slots < 2 * keys) slots <<= 1;
-    if (table->slots == NULL || slots > (size_t)table->mask + 1) {
-        PyMem_Free(table->slots);
-        table->slots = PyMem_Calloc(slots, sizeof(Slot));
-        if (table->slots == NULL) return -1;
-        table->mask = (uint32_t)(slots - 1);
-        table->stamp = 0;
-    }
-    table->stamp++;
-    return 0;
-}
-
-static inline uint32_t table_id(Table *table, uint64_t key, uint32_t *ids) {
-    uint32_t index = (uint32_t)mix64(key) & table->mask;
-    for (;;) {
-        Slot *slot = &table->slots[index];
-        if (slot->stamp != table->stamp) {
-            slot->stamp = table->stamp;
-            slot->key = key;
-            return slot->value = (*ids)++;
-        }
-        if (slot->key == key) return slot->value;
-        index = (index + 1) & table->mask;
-    }
-}
-
 /* Units of every text for one kind (0: characters, whitespace removed unless kept; 1: word tokens interned by
-   content over all texts), then the class ids of orders 1..orders. -1 on failure (no memory). */
+   content over all texts), then the class ids of orders 1..orders, each order from a fresh generation of work's
+   pair table. -1 on failure (no memory). */
 static int corpus_classes(Corpus *corpus, int kind, int orders, int keep_whitespace, Work *work) {
     const size_t points = corpus->start[corpus->texts];
     corpus->unit_start[kind] = PyMem_Calloc((size_t)corpus->texts + 1, sizeof(size_t));
@@ -927,20 +894,18 @@ static int corpus_classes(Corpus *corpus, int kind, int orders, int keep_whitesp
         corpus->unit_start[kind][t + 1] = total;
     }
     corpus->classes[kind] = PyMem_Malloc(((size_t)orders * total + 1) * sizeof(uint32_t));
-    if (corpus->classes[kind] == NULL) return -1;
-    Table table = {NULL, 0, 0};
+    if (corpus->classes[kind] == NULL || reserve(work, 1, total) < 0) return -1;
     for (int o = 0; o < orders; o++) {
-        if (table_reserve(&table, total) < 0) return PyMem_Free(table.slots), -1;
+        new_generation(work, total);
         uint32_t *now = corpus->classes[kind] + (size_t)o * total, ids = 0;
         const uint32_t *below = o ? now - total : NULL;
         for (Py_ssize_t t = 0; t < corpus->texts; t++) {
             const size_t from = corpus->unit_start[kind][t], to = corpus->unit_start[kind][t + 1];
             for (size_t i = from; i + (size_t)o < to; i++)
-                now[i] = table_id(&table, ((uint64_t)(o ? below[i] : NO_CLASS) << 32) | units[i + o], &ids);
+                now[i] = intern_pair(work, o ? below[i] : NO_CLASS, units[i + o], &ids);
         }
         corpus->class_count[kind ? MAX_ORDERS - 1 - o : o] = ids;
     }
-    PyMem_Free(table.slots);
     return 0;
 }
 
