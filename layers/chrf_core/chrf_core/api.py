@@ -96,7 +96,7 @@ def pairwise(hypotheses: Sequence[str], references: Sequence[str], **settings: A
         data, inexact = counting.NATIVE.pairwise(counted[0], counted[1], chosen.char_order, chosen.word_order,
                                                  chosen.include_whitespace, chosen.beta,
                                                  chosen.averaging == "per_order_f", TOLERANCE_BITS)
-        matrix = memoryview(bytearray(data)).cast("d")
+        matrix = memoryview(data).cast("d")
         for index in inexact:
             hypothesis, reference = divmod(index, columns)
             orders = count_segments([sides[0][hypothesis]], [sides[1][reference]], chosen).orders

@@ -941,7 +941,7 @@ static size_t distinct_ngrams(const Corpus *corpus, Py_ssize_t t, int char_order
 PyDoc_STRVAR(pairwise_doc,
              "pairwise(hypotheses, references, char_order, word_order, include_whitespace, beta, per_order_f,\n"
              "         tolerance_bits)\n--\n\n"
-             "Every hypothesis against every reference: (bytes of native doubles, row-major len(hypotheses) x\n"
+             "Every hypothesis against every reference: (a bytearray of native doubles, row-major len(hypotheses) x\n"
              "len(references), each the score rounded to the nearest double; a list of the flat indices whose\n"
              "rounding could not be decided within 2^-tolerance_bits of the value, to be computed exactly).\n"
              "Texts must already be lowercased if the settings ask for it.");
@@ -1017,9 +1017,9 @@ static PyObject *pairwise(PyObject *module, PyObject *args) {
         goto done;
     }
     inexact = PyList_New(0);
-    matrix = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(rows * columns * sizeof(double)));
+    matrix = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(rows * columns * sizeof(double)));
     if (inexact == NULL || matrix == NULL) goto done;
-    double *scores = (double *)PyBytes_AsString(matrix);
+    double *scores = (double *)PyByteArray_AsString(matrix);
     if (scores == NULL) goto done;
 
     /* postings: how many references hold each row, then every reference's distinct rows in reference order */
