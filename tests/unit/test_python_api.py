@@ -193,7 +193,9 @@ def test_ctrl_c_stops_a_large_native_pairwise_matrix_within_a_row(tmp_path):
 
     if "native" not in chrf_core.KERNELS:
         pytest.skip("the native kernel is not built")
-    script = ("import sys; sys.path.insert(0, sys.argv[1]); import chrf_core; from payloads import real_pairs\n"
+    # A process started in the background may inherit SIGINT ignored: the child restores Python's own handler.
+    script = ("import signal; signal.signal(signal.SIGINT, signal.default_int_handler)\n"
+              "import sys; sys.path.insert(0, sys.argv[1]); import chrf_core; from payloads import real_pairs\n"
               "texts = [f'{text} {k}' for k in range(100) for pair in real_pairs() for text in pair]\n"
               "print('started', flush=True); chrf_core.pairwise(texts, texts); print('finished', flush=True)\n")
     process = subprocess.Popen([sys.executable, "-c", script, str(ROOT / "layers" / "chrf_core")],
