@@ -16,7 +16,7 @@ export AWS_DEFAULT_REGION ?= us-east-1
 export AWS_REGION ?= $(AWS_DEFAULT_REGION)
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: setup setup-dev setup-sam kernel run test lint build arm64-python dist bench bench-counts sanitize clean
+.PHONY: setup setup-dev setup-sam kernel run test lint build arm64-python dist wheelhouse bench bench-counts sanitize clean
 
 # What running needs: the runtime dependencies and the command line (with the host's native kernel).
 setup: $(VENV)/.installed kernel
@@ -71,8 +71,7 @@ arm64-python:
 # The distributions, built from source: a reproducible sdist (see setup.py), then from its unpacked contents one abi3
 # wheel per Linux architecture, the kernel cross-compiled by Zig for glibc 2.17 (manylinux2014) against the pinned
 # 3.11 headers of .venv. Dated by the last commit, so the same commit gives the same bytes. Then twine and
-# auditwheel check them, and the wheels the tests install them with (numpy; setuptools for the sdist) are fetched
-# into .cache/wheelhouse, so that the tests install without a network.
+# auditwheel check them.
 DIST := dist
 WHEELHOUSE := .cache/wheelhouse
 WHEEL_ARCHITECTURES := x86_64 aarch64
@@ -90,11 +89,14 @@ dist: setup-dev setup-sam
 	$(BIN)/twine check --strict $(DIST)/*
 	@for wheel in $(DIST)/*.whl; do $(BIN)/auditwheel show $$wheel | tr '\n' ' ' | sed 's/  */ /g'; echo; done
 	@sha256sum $(DIST)/*
+
+# What the tests install the distributions with, offline: NumPy, and setuptools to build the sdist.
+wheelhouse: setup
 	$(BIN)/pip download -q --only-binary=:all: -d $(WHEELHOUSE) numpy==2.4.6 setuptools==80.9.0
 
 # Everything, under both counting kernels: the suite with the native kernel (which must load), then the layer,
 # handler and pipeline tests again with the pure-Python kernel.
-test: lint build arm64-python dist
+test: lint build arm64-python dist wheelhouse
 	CHRF_REQUIRE_BUILD=1 $(BIN)/python -m pytest
 	CHRF_CORE_NATIVE=0 $(BIN)/python -m pytest tests/unit tests/handler tests/pipeline
 

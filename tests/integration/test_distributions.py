@@ -1,5 +1,5 @@
 """The distributions `make dist` builds, installed as a researcher installs them: into fresh virtual environments
-whose PATH holds no compiler, from the local wheelhouse only (no network).
+whose PATH holds no compiler, from the local wheelhouse only (`make wheelhouse`; no network).
 
 * the x86_64 wheel loads its native kernel, and its command line and Python API give the host's numbers;
 * the aarch64 wheel, installed by pip for that platform, loads its native kernel in Debian's arm64 Python 3.13
@@ -45,7 +45,7 @@ print(json.dumps({
 def distribution(pattern):
     found = sorted(DIST.glob(pattern))
     if not found or not WHEELHOUSE.is_dir():
-        (pytest.fail if REQUIRE_BUILD else pytest.skip)(f"{DIST / pattern} and {WHEELHOUSE} (make dist)")
+        (pytest.fail if REQUIRE_BUILD else pytest.skip)(f"{DIST / pattern} and {WHEELHOUSE} (make dist wheelhouse)")
     return found[-1]
 
 
@@ -142,3 +142,23 @@ def test_the_sdist_without_a_compiler_installs_and_says_once_that_it_counts_in_p
     assert result.pop("kernel") == "python" and result.pop("module").startswith(str(tmp_path / "venv"))
     result.pop("machine")
     assert result == expected(texts)
+
+
+def test_building_again_gives_the_same_bytes(tmp_path):
+    """make dist again, into another folder (the wheel compiled in another temporary folder): the sdist and the
+    x86_64 wheel are byte-identical to those make test built."""
+    import hashlib
+    import tarfile
+
+    sdist, wheel = distribution("*.tar.gz"), distribution("*-cp311-abi3-manylinux_2_17_x86_64.whl")
+    commit_time = subprocess.run(["git", "log", "-1", "--format=%ct"], capture_output=True, text=True, cwd=ROOT)
+    with tarfile.open(sdist) as archive:
+        if commit_time.returncode or archive.getmembers()[0].mtime != int(commit_time.stdout):
+            (pytest.fail if REQUIRE_BUILD else pytest.skip)("dist/ is not from this commit (make dist)")
+    again = tmp_path / "dist"
+    built = subprocess.run(["make", "-s", "dist", f"DIST={again}", "WHEEL_ARCHITECTURES=x86_64"], cwd=ROOT,
+                           capture_output=True, text=True, timeout=900)
+    assert built.returncode == 0, built.stderr[-2000:]
+    for original in (sdist, wheel):
+        digests = {hashlib.sha256(path.read_bytes()).hexdigest() for path in (original, again / original.name)}
+        assert len(digests) == 1, original.name
