@@ -110,13 +110,15 @@ def averages_and_score(settings: Settings, orders: Iterable[Triple]) -> tuple[tu
         if not (hyp and ref):
             continue
         effective += 1
-        if match:  # m/h + p/d = (p h + m d) / (d h); an order without matches adds nothing
-            precision_sum, precision_denominator = precision_sum * hyp + match * precision_denominator, \
-                precision_denominator * hyp
-            recall_sum, recall_denominator = recall_sum * ref + match * recall_denominator, recall_denominator * ref
+        if match:  # s/d + m/h = (s h + m d) / (d h); an order without matches adds nothing
+            precision_sum = precision_sum * hyp + match * precision_denominator
+            precision_denominator *= hyp
+            recall_sum = recall_sum * ref + match * recall_denominator
+            recall_denominator *= ref
             # f = (1 + b^2) m / (b^2 r + h); an order without n-grams or matches counts as 0 in the mean
             f_part = beta_squared * ref + hyp
-            f_sum, f_denominator = f_sum * f_part + (1 + beta_squared) * match * f_denominator, f_denominator * f_part
+            f_sum = f_sum * f_part + (1 + beta_squared) * match * f_denominator
+            f_denominator *= f_part
     precision = precision_sum, precision_denominator * max(effective, 1)
     recall = recall_sum, recall_denominator * max(effective, 1)
     if settings.averaging == "per_order_f":
