@@ -212,3 +212,33 @@ def test_ctrl_c_stops_a_large_native_pairwise_matrix_within_a_row(tmp_path):
         process.kill()
     assert process.returncode != 0 and "finished" not in out and err.rstrip().endswith("KeyboardInterrupt")
     assert stopped_after < 3  # the whole 8,000 x 8,000 matrix takes about 20 s here
+
+
+def test_other_threads_run_while_the_native_kernel_fills_a_matrix():
+    import threading
+    import time
+
+    if counting.KERNEL != "native":
+        pytest.skip("the native kernel is not built or not chosen")
+    texts = [f"{text} {k}" for k in range(20) for pair in real_pairs() for text in pair]  # 1,600 x 1,600
+    ticks, stop = [0], threading.Event()
+
+    def tick():
+        while not stop.is_set():
+            ticks[0] += 1
+
+    thread = threading.Thread(target=tick)
+    thread.start()
+    try:
+        time.sleep(0.2)
+        before, started = ticks[0], time.perf_counter()
+        time.sleep(0.2)
+        rate = (ticks[0] - before) / (time.perf_counter() - started)  # this thread's ticks per second alone
+        before, started = ticks[0], time.perf_counter()
+        chrf_core.pairwise(texts, texts)
+        during, elapsed = ticks[0] - before, time.perf_counter() - started
+    finally:
+        stop.set()
+        thread.join()
+    assert elapsed > 0.3 and during > 0.25 * rate * elapsed  # holding the GIL throughout, it would be a few ticks
+

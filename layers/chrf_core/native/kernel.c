@@ -22,6 +22,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define MAX_ORDERS 14
@@ -909,6 +910,8 @@ static int corpus_classes(Corpus *corpus, int kind, int orders, int keep_whitesp
     return 0;
 }
 
+#define PAIRS_PER_CHECK (1u << 18) /* pairwise: pairs scored between two looks for a pending signal */
+
 /* A reference's occurrences of one class (one order's n-gram): which reference, how often. */
 typedef struct {
     uint32_t reference, count;
@@ -976,6 +979,7 @@ static PyObject *pairwise(PyObject *module, PyObject *args) {
     PyObject *matrix = NULL, *inexact = NULL, *result = NULL;
     uint32_t *totals = NULL, *matches = NULL, *seen = NULL, *where = NULL, *first = NULL;
     Posting *postings = NULL, *entries = NULL;
+    size_t *flagged = NULL, flagged_count = 0, flagged_capacity = 0; /* flat indices whose rounding is undecided */
     if (corpus_load(&corpus, sides, counts) < 0) goto done;
     const int kinds[2] = {char_order, word_order};
     for (int kind = 0; kind < 2; kind++)
@@ -1043,14 +1047,24 @@ static PyObject *pairwise(PyObject *module, PyObject *args) {
     for (size_t row = base[orders]; row > 0; row--) first[row] = first[row - 1]; /* back to each row's start */
     first[0] = 0;
 
-    /* each hypothesis: walk the postings of its distinct n-grams, then score its row */
+    /* each hypothesis: walk the postings of its distinct n-grams, then score its row. Nothing here touches a Python
+       object, so other threads run meanwhile; the GIL is taken back between rows, once per PAIRS_PER_CHECK pairs
+       (tens of milliseconds), only to let Ctrl-C through. */
     memset(seen, 0xFF, (base[orders] + 1) * sizeof(uint32_t));
-    for (size_t i = 0; i < rows; i++) {
-        if (PyErr_CheckSignals() < 0) goto done; /* a large matrix can take minutes: let Ctrl-C through */
+    int interrupted = 0, out_of_memory = 0;
+    size_t unchecked = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (size_t i = 0; i < rows && !interrupted && !out_of_memory; i++) {
+        if ((unchecked += columns + 1) >= PAIRS_PER_CHECK) {
+            unchecked = 0;
+            Py_BLOCK_THREADS
+            interrupted = PyErr_CheckSignals() < 0;
+            Py_UNBLOCK_THREADS
+        }
         size_t distinct = distinct_ngrams(&corpus, (Py_ssize_t)i, char_order, orders, base,
                                           (uint32_t)i, seen, where, entries);
         memset(matches, 0, columns * (size_t)orders * sizeof(uint32_t));
-        for (size_t e = 0; e < distinct; e++) {
+        for (size_t e = 0; e < distinct && !interrupted; e++) {
             const size_t row = entries[e].reference;
             const uint32_t mine = entries[e].count;
             int o = 0;
@@ -1061,19 +1075,38 @@ static PyObject *pairwise(PyObject *module, PyObject *args) {
             }
         }
         const uint32_t *hyp = totals + i * (size_t)orders;
-        for (size_t j = 0; j < columns; j++) {
+        for (size_t j = 0; j < columns && !interrupted; j++) {
             const uint32_t *ref = totals + (rows + j) * (size_t)orders;
             Double2 value = pair_score(&scoring, hyp, ref, matches + j * (size_t)orders);
             scores[i * columns + j] = value.hi;
             if (near_midpoint(value, tolerance)) {
-                PyObject *index = PyLong_FromSize_t(i * columns + j);
-                if (index == NULL || PyList_Append(inexact, index) < 0) {
-                    Py_XDECREF(index);
-                    goto done;
+                if (flagged_count == flagged_capacity) {
+                    size_t capacity = flagged_capacity ? 2 * flagged_capacity : 64;
+                    size_t *bigger = realloc(flagged, capacity * sizeof(size_t));
+                    if (bigger == NULL) {
+                        out_of_memory = 1;
+                        break;
+                    }
+                    flagged = bigger;
+                    flagged_capacity = capacity;
                 }
-                Py_DECREF(index);
+                flagged[flagged_count++] = i * columns + j;
             }
         }
+    }
+    Py_END_ALLOW_THREADS
+    if (interrupted) goto done;
+    if (out_of_memory) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (size_t k = 0; k < flagged_count; k++) {
+        PyObject *index = PyLong_FromSize_t(flagged[k]);
+        if (index == NULL || PyList_Append(inexact, index) < 0) {
+            Py_XDECREF(index);
+            goto done;
+        }
+        Py_DECREF(index);
     }
     result = PyTuple_Pack(2, matrix, inexact);
 done:
@@ -1084,6 +1117,7 @@ done:
     PyMem_Free(first);
     PyMem_Free(postings);
     PyMem_Free(entries);
+    free(flagged); /* libc: PyMem_Raw* is outside the Limited API, PyMem_* needs the GIL */
     corpus_free(&corpus);
     release(&work);
     Py_XDECREF(matrix);
