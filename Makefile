@@ -61,7 +61,7 @@ lint: setup-dev
 build: setup setup-sam
 	@[ -x "$(PY313_DIR)/python3.13" ] || { echo "sam build needs python3.13 on PATH (pyenv install 3.13)"; exit 1; }
 	PATH="$(PY313_DIR):$$PATH" ZIG="$(abspath $(SAM_VENV))/bin/python -m ziglang" \
-		PYTHON_INCLUDE="$$($(PY313_DIR)/python3.13 -c 'import sysconfig; print(sysconfig.get_paths()["include"])')" \
+		PYTHON_INCLUDE="$$($(PY313_DIR)/python3.13 layers/chrf_core/native/python_include.py .cache/python-include)" \
 		$(SAM) build --template-file template.yaml
 
 # An arm64 Python 3.13 from Debian's packages, to import the built layer under qemu (see tests/arm64/).
@@ -69,22 +69,25 @@ arm64-python:
 	@tests/arm64/fetch-python.sh $(ARM64_PYTHON) || echo "could not fetch an arm64 Python: the arm64 layer test will say so"
 
 # The distributions, built from source: a reproducible sdist (see setup.py), then from its unpacked contents one abi3
-# wheel per Linux architecture, the kernel cross-compiled by Zig for glibc 2.17 (manylinux2014) against the pinned
-# 3.11 headers of .venv. Dated by the last commit, so the same commit gives the same bytes. Then twine and
-# auditwheel check them.
+# wheel per Linux architecture, the kernel cross-compiled by Zig for glibc 2.17 (manylinux2014) against the headers
+# of .venv's Python (Debian's and Ubuntu's staged so that Zig can read them: native/python_include.py). Dated by the
+# last commit, so the same commit gives the same bytes; a failed build shows its log. Then twine and auditwheel
+# check them.
 DIST := dist
 WHEELHOUSE := .cache/wheelhouse
 WHEEL_ARCHITECTURES := x86_64 aarch64
 dist: setup-dev setup-sam
 	rm -rf $(DIST) && mkdir -p $(DIST)
 	@set -e; export SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct 2>/dev/null || echo 315532800); \
-	$(BIN)/python -m build -q --no-isolation --sdist --outdir $(DIST) . >/dev/null; \
-	work=$$(mktemp -d); trap 'rm -rf "$$work"' EXIT; tar -xzf $(DIST)/*.tar.gz -C "$$work"; \
+	work=$$(mktemp -d); trap 'rm -rf "$$work"' EXIT; log="$$work/build.log"; \
+	$(BIN)/python -m build -q --no-isolation --sdist --outdir $(DIST) . >"$$log" 2>&1 || { cat "$$log"; exit 1; }; \
+	mkdir "$$work/source"; tar -xzf $(DIST)/*.tar.gz -C "$$work/source"; \
 	for arch in $(WHEEL_ARCHITECTURES); do \
 		cc="$(abspath $(SAM_VENV))/bin/python -m ziglang cc -target $$arch-linux-gnu.2.17"; \
-		(cd "$$work"/* && rm -rf build && CC="$$cc" LDSHARED="$$cc -shared -s -Wl,--build-id=none" CFLAGS="-g0" \
+		(cd "$$work"/source/* && rm -rf build && CC="$$cc" LDSHARED="$$cc -shared -s -Wl,--build-id=none" CFLAGS="-g0" \
 			CHRF_REQUIRE_NATIVE=1 $(abspath $(BIN))/python -m build -q --no-isolation --wheel \
-			--outdir $(abspath $(DIST)) -C--build-option=--plat-name=manylinux_2_17_$$arch . >/dev/null); \
+			--outdir $(abspath $(DIST)) -C--build-option=--plat-name=manylinux_2_17_$$arch . >"$$log" 2>&1) \
+			|| { cat "$$log"; echo "make dist: the $$arch wheel did not build (its log is above)"; exit 1; }; \
 	done
 	$(BIN)/twine check --strict $(DIST)/*
 	@for wheel in $(DIST)/*.whl; do $(BIN)/auditwheel show $$wheel | tr '\n' ' ' | sed 's/  */ /g'; echo; done

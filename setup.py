@@ -8,12 +8,32 @@ the Lambda layer's arm64 object is built separately, by layers/chrf_core/Makefil
 """
 
 import gzip
+import importlib.util
 import io
 import os
 import tarfile
 
 from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
 from setuptools.command.sdist import sdist
+
+NATIVE = "layers/chrf_core/native"
+
+
+class BuildExtension(build_ext):
+    """Compiles against headers every compiler can use: on Debian and Ubuntu, Python's pyconfig.h only wraps the
+    real one in a multiarch folder that cross compilers (Zig) do not search, so the headers are staged with the real
+    one in its place (native/python_include.py)."""
+
+    def build_extensions(self) -> None:
+        spec = importlib.util.spec_from_file_location("python_include", f"{NATIVE}/python_include.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        include = module.usable_include(os.path.join(self.build_temp, "python-include"))
+        for extension in self.extensions:
+            extension.include_dirs.insert(0, include)
+        super().build_extensions()
 
 
 class ReproducibleSdist(sdist):
@@ -47,13 +67,13 @@ setup(
     ext_modules=[
         Extension(
             "chrf_core._kernel",
-            sources=["layers/chrf_core/native/kernel.c"],
+            sources=[f"{NATIVE}/kernel.c"],
             define_macros=[("Py_LIMITED_API", "0x030B0000")],
             py_limited_api=True,
             extra_compile_args=["-std=c99", "-O2", "-ffp-contract=off", "-Wall", "-Wextra"],
             optional=os.environ.get("CHRF_REQUIRE_NATIVE") != "1",
         )
     ],
-    cmdclass={"sdist": ReproducibleSdist},
+    cmdclass={"build_ext": BuildExtension, "sdist": ReproducibleSdist},
     options={"bdist_wheel": {"py_limited_api": "cp311"}},
 )
