@@ -2,20 +2,26 @@
 
 Each worker process is one execution environment: it sets the function's environment variables from the template,
 loads the function as Lambda does (local_lambda.load_handler: CodeUri, Handler, layers) and then runs one
-invocation at a time. An invocation that runs past the function's Timeout is answered as Lambda answers it and
-its worker is killed and replaced (a cold start for the next one). A worker ignores Ctrl-C (the server stops it)
-and exits on its own if the server dies. The log lines an invocation writes go to stderr, as `sam local` shows
-them, and are kept for `LogType: Tail` (they are the function's own structured logs: never texts).
+invocation at a time. Like Lambda's runtime, it receives the payload as JSON bytes and parses it itself
+(``Runtime.UnmarshalError`` if it cannot) and serialises the result itself (``Runtime.MarshalError``), so nothing a
+caller sends is ever pickled by the server. An invocation that runs past the function's Timeout is answered at the
+Timeout and its worker is killed (the next invocation starts a fresh one, a cold start); a worker found dead, idle
+or busy, is replaced. A worker ignores Ctrl-C (the server stops it) and exits on its own if the server dies. The log
+lines an invocation writes go to stderr, as `sam local` shows them, and are kept for `LogType: Tail` (they are the
+function's own structured logs: never texts).
+
+Event (asynchronous) invocations wait in a bounded queue per function, served by a fixed number of threads (one per
+execution environment); when the queue is full the caller is told to slow down, as Lambda throttles.
 """
 
 from __future__ import annotations
 
+import collections
 import io
 import json
 import multiprocessing
 import os
 import pathlib
-import queue
 import signal
 import sys
 import threading
@@ -28,6 +34,10 @@ from typing import Any
 from . import local_lambda
 
 TAIL_BYTES = 4096  # Lambda returns the last 4 KB of an invocation's log
+RESPONSE_LIMIT = 6 * 1024 * 1024 + 100  # bytes of response Lambda returns (6291556, as its error says)
+EVENT_QUEUE_BYTES = 64 * 1024 * 1024  # payload bytes waiting per function before Event invocations are throttled
+EVENT_QUEUE_EVENTS = 1024  # Event invocations waiting per function, likewise
+KILL_WAIT = 2.0  # seconds to wait for a killed worker to be reaped
 
 
 @dataclass
@@ -63,6 +73,28 @@ def _exit_with_parent(parent: int) -> None:
     os._exit(0)
 
 
+def _runtime_error(error_type: str, message: str, request_id: str) -> str:
+    """A runtime fault as the Lambda runtime reports it (no stack trace: the fault is not the function's)."""
+    return json.dumps({"errorMessage": message, "errorType": error_type, "requestId": request_id, "stackTrace": []})
+
+
+def _run(handler: Any, body: bytes, context: Any, request_id: str) -> tuple[str, bool]:
+    """One invocation as the Lambda runtime runs it: parse the payload, call the handler, serialise its result."""
+    try:
+        event = json.loads(body)
+    except (ValueError, RecursionError) as error:
+        return _runtime_error("Runtime.UnmarshalError", f"Unable to unmarshal input: {error}", request_id), True
+    try:
+        result = handler(event, context)
+    except Exception as error:
+        return json.dumps({"errorMessage": str(error), "errorType": type(error).__name__, "requestId": request_id,
+                           "stackTrace": traceback.format_tb(error.__traceback__)}, ensure_ascii=False), True
+    try:
+        return json.dumps(result, ensure_ascii=False), False
+    except (TypeError, ValueError, RecursionError) as error:
+        return _runtime_error("Runtime.MarshalError", f"Unable to marshal response: {error}", request_id), True
+
+
 def _environment(template: str, logical_id: str, parent: int, connection: Any) -> None:
     """A worker process: load the function, then answer invocations until the connection closes."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -76,20 +108,14 @@ def _environment(template: str, logical_id: str, parent: int, connection: Any) -
     connection.send("ready")
     while True:
         try:
-            event, request_id = connection.recv()
+            body, request_id = connection.recv()
         except (EOFError, OSError):
             return
         tee.kept = []
         started = time.monotonic()
         print(f"START RequestId: {request_id} Version: $LATEST")
         context = local_lambda.LambdaContext(logical_id, config.memory_mb, config.timeout, request_id)
-        try:
-            payload, failed = json.dumps(handler(event, context), ensure_ascii=False), False
-        except Exception as error:
-            payload, failed = json.dumps({"errorMessage": str(error), "errorType": type(error).__name__,
-                                          "requestId": request_id,
-                                          "stackTrace": traceback.format_tb(error.__traceback__)},
-                                         ensure_ascii=False), True
+        payload, failed = _run(handler, body, context, request_id)
         elapsed = (time.monotonic() - started) * 1000
         print(f"END RequestId: {request_id}")
         print(f"REPORT RequestId: {request_id}\tDuration: {elapsed:.2f} ms\tMemory Size: {config.memory_mb} MB")
@@ -98,6 +124,8 @@ def _environment(template: str, logical_id: str, parent: int, connection: Any) -
 
 
 class _Worker:
+    """One execution environment: a worker process and the pipe to it."""
+
     def __init__(self, template: pathlib.Path, logical_id: str) -> None:
         context = multiprocessing.get_context("spawn")
         self.connection, child = context.Pipe()
@@ -105,15 +133,26 @@ class _Worker:
                                        daemon=True)
         self.process.start()
         child.close()
-        if self.connection.recv() != "ready":  # the function loaded (or the worker died: EOFError)
-            raise RuntimeError(f"{logical_id} did not start")
+        try:
+            if self.connection.recv() != "ready":  # the function loaded (or the worker died: EOFError)
+                raise RuntimeError(f"{logical_id} did not start")
+        except BaseException:
+            self.kill()
+            raise
 
-    def stop(self) -> None:
+    def alive(self) -> bool:
+        return self.process.is_alive()
+
+    def kill(self) -> None:
+        """End the environment at once (as Lambda ends one that timed out)."""
         self.connection.close()
-        self.process.join(2)
         if self.process.is_alive():
             self.process.kill()
-            self.process.join()
+        self.process.join(KILL_WAIT)
+
+
+class RuntimeClosed(Exception):
+    """The server is stopping: no new invocation starts."""
 
 
 class Runtime:
@@ -122,60 +161,132 @@ class Runtime:
     def __init__(self, template: pathlib.Path, logical_id: str, workers: int) -> None:
         self.template, self.logical_id, self.workers = template, logical_id, workers
         self.config = local_lambda.function_config(local_lambda.load_template(template), logical_id)
-        self.idle: queue.LifoQueue[_Worker] = queue.LifoQueue()
-        self.started: list[_Worker] = []
-        self.starting = 0
-        self.lock = threading.Lock()
-
-    def _start(self) -> _Worker:
-        try:
-            worker = _Worker(self.template, self.logical_id)
-        finally:
-            with self.lock:
-                self.starting -= 1
-        with self.lock:
-            self.started.append(worker)
-        return worker
+        self.available = threading.Condition()
+        self.idle: list[_Worker] = []  # guarded by available
+        self.busy: set[_Worker] = set()
+        self.count = 0  # environments started or starting
+        self.waiting = 0  # synchronous invocations waiting for an environment: they go before queued events
+        self.closed = False
+        self.events: collections.deque[bytes] = collections.deque()  # Event invocations waiting
+        self.event_bytes = 0
+        self.event_threads: list[threading.Thread] = []
 
     def warm(self) -> None:
         """Start every environment now, not on the first invocations."""
-        with self.lock:
-            missing = self.workers - len(self.started) - self.starting
-            self.starting += missing
-        for _ in range(missing):
-            self.idle.put(self._start())
+        workers = [self._checkout() for _ in range(self.workers)]
+        for worker in workers:
+            self._release(worker, healthy=True)
 
-    def _checkout(self) -> _Worker:
-        with self.lock:
-            start = self.idle.empty() and len(self.started) + self.starting < self.workers
-            self.starting += start
-        return self._start() if start else self.idle.get()
+    def _checkout(self, synchronous: bool = True) -> _Worker:
+        """An idle environment that is alive, or a new one while fewer than ``workers`` exist (else wait; a
+        synchronous invocation is served before any queued Event invocation)."""
+        with self.available:
+            self.waiting += synchronous
+            try:
+                while True:
+                    if self.closed:
+                        raise RuntimeClosed
+                    if synchronous or not self.waiting:
+                        while self.idle:
+                            worker = self.idle.pop()
+                            if worker.alive():
+                                self.busy.add(worker)
+                                return worker
+                            self.count -= 1  # died while idle: replaced by a cold start below
+                            worker.kill()
+                        if self.count < self.workers:
+                            self.count += 1
+                            break
+                    self.available.wait()
+            finally:
+                self.waiting -= synchronous
+        try:
+            worker = _Worker(self.template, self.logical_id)
+        except BaseException:
+            with self.available:
+                self.count -= 1
+                self.available.notify_all()
+            raise
+        with self.available:
+            if self.closed:
+                self.count -= 1
+                worker.kill()
+                raise RuntimeClosed
+            self.busy.add(worker)
+        return worker
 
-    def invoke(self, event: Any) -> Invocation:
-        """Run one invocation in an idle environment (waiting for one if all are busy)."""
+    def _release(self, worker: _Worker, healthy: bool) -> None:
+        with self.available:
+            self.busy.discard(worker)
+            if healthy and not self.closed:
+                self.idle.append(worker)
+            else:
+                self.count -= 1
+            self.available.notify_all()
+        if not healthy or self.closed:
+            worker.kill()
+
+    def invoke(self, body: bytes, synchronous: bool = True) -> Invocation:
+        """Run one invocation with this JSON payload in an idle environment (waiting for one if all are busy)."""
         request_id = str(uuid.uuid4())
         try:
-            worker = self._checkout()
-        except (RuntimeError, EOFError, OSError):
+            worker = self._checkout(synchronous)
+        except RuntimeClosed:
+            return self._failed(request_id, "Runtime.ExitError",
+                                f"RequestId: {request_id} Error: Runtime exited without providing a reason")
+        except Exception:
             return self._failed(request_id, "Runtime.ImportModuleError", f"{self.logical_id} could not be loaded")
-        finished = False
+        finished, healthy = False, False
         try:
-            worker.connection.send((event, request_id))
+            worker.connection.send((body, request_id))
             finished = worker.connection.poll(self.config.timeout)
             if finished:
                 payload, failed, log = worker.connection.recv()
-                self.idle.put(worker)
+                healthy = True
+                if len(payload.encode("utf-8")) > RESPONSE_LIMIT:
+                    payload, failed = json.dumps({
+                        "errorMessage": f"Response payload size exceeded maximum allowed payload size "
+                                        f"({RESPONSE_LIMIT} bytes).",
+                        "errorType": "Function.ResponseSizeTooLarge"}), True
                 return Invocation(payload, failed, log, request_id)
         except (EOFError, OSError):
             finished = True  # the environment died during the invocation
-        with self.lock:  # a new environment starts when next needed
-            self.started.remove(worker)
-        worker.stop()
+        except Exception:
+            finished = True  # anything else while handing over: the environment is not trusted again
+        finally:
+            self._release(worker, healthy)
         if finished:
             return self._failed(request_id, "Runtime.ExitError",
                                 f"RequestId: {request_id} Error: Runtime exited without providing a reason")
         return self._failed(request_id, "Sandbox.Timedout",
                             f"RequestId: {request_id} Error: Task timed out after {self.config.timeout:.2f} seconds")
+
+    def enqueue(self, body: bytes) -> bool:
+        """Queue an Event invocation; False (throttled) when the queue is full."""
+        with self.available:
+            if self.closed or len(self.events) >= EVENT_QUEUE_EVENTS or \
+                    self.event_bytes + len(body) > EVENT_QUEUE_BYTES:
+                return False
+            self.events.append(body)
+            self.event_bytes += len(body)
+            if len(self.event_threads) < self.workers:
+                thread = threading.Thread(target=self._serve_events, daemon=True,
+                                          name=f"{self.logical_id}-events-{len(self.event_threads)}")
+                self.event_threads.append(thread)
+                thread.start()
+            self.available.notify_all()
+        return True
+
+    def _serve_events(self) -> None:
+        while True:
+            with self.available:
+                while not self.events and not self.closed:
+                    self.available.wait()
+                if self.closed:
+                    return
+                body = self.events.popleft()
+                self.event_bytes -= len(body)
+            self.invoke(body, synchronous=False)
 
     @staticmethod
     def _failed(request_id: str, error_type: str, message: str) -> Invocation:
@@ -183,10 +294,20 @@ class Runtime:
         return Invocation(json.dumps({"errorType": error_type, "errorMessage": message}), True, log, request_id)
 
     def close(self) -> None:
-        with self.lock:
-            workers, self.started = self.started, []
+        """Stop at once: no new invocation starts, and every environment, idle or busy, is killed (a busy one's
+        caller gets Runtime.ExitError)."""
+        with self.available:
+            self.closed = True
+            workers = [*self.idle, *self.busy]
+            self.idle.clear()
+            self.events.clear()
+            self.event_bytes = 0
+            self.available.notify_all()
         for worker in workers:
-            worker.stop()
+            if worker.process.is_alive():
+                worker.process.kill()
+        for worker in workers:
+            worker.process.join(KILL_WAIT)
 
 
 class Functions:

@@ -25,7 +25,6 @@ import pathlib
 import re
 import signal
 import sys
-import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable
@@ -35,15 +34,14 @@ from urllib.parse import unquote
 
 import chrf_core
 
-from . import lambda_runtime, local_lambda
+from . import local_lambda
+from .invoke_api import INVOKE_PATH, InvokeApi, lambda_error
 from .lambda_runtime import Functions
 
 CONNECTION_TIMEOUT = 30  # seconds a connection may stay idle before the server closes it
 CONNECTION_LIMIT = 1000  # connections open at once; more wait in the listen backlog
 BACKLOG = 1024  # connections the kernel queues before the server accepts them
 JSON_HEADERS = [("Content-Type", "application/json")]
-INVOKE_PATH = re.compile(r"/2015-03-31/functions/([^/]+)/invocations")  # the Lambda Invoke API
-INVOKE_PAYLOAD_LIMIT = 6 * 1024 * 1024  # bytes of payload Lambda accepts for an invocation
 CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\\]")
 
 StartResponse = Callable[[str, list[tuple[str, str]]], Any]
@@ -104,15 +102,21 @@ class Gateway:
     with --iam, the event, the proxy integration's response) and the Lambda Invoke API as Lambda serves it
     (SigV4 for lambda with --iam), with one escaped, text-free log line per request."""
 
-    def __init__(self, functions: Functions, credentials: Any = None, region: str | None = None) -> None:
+    def __init__(self, functions: Functions, credentials: Any = None, region: str = "us-east-1") -> None:
         self.functions, self.credentials, self.region = functions, credentials, region
+        self.lambda_api = InvokeApi(functions, region)
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         method, target = environ["REQUEST_METHOD"], environ.get("REQUEST_URI") or environ.get("PATH_INFO", "/")
         headers, body = request_headers(environ), read_body(environ)
         function = INVOKE_PATH.fullmatch(target.partition("?")[0])
         if function and method == "POST":
-            status, response_headers, data = self.invoke_api(unquote(function[1]), target, headers, body)
+            refusal = self.refused("POST", target, headers, body, "lambda")
+            if refusal:
+                status, response_headers, data = lambda_error(403, refusal.code, str(refusal))
+            else:
+                status, response_headers, data = self.lambda_api.answer(unquote(function[1]), target.partition("?")[2],
+                                                                        headers, body)
         else:
             status, response_headers, data = self.http_api(method, target, headers, body,
                                                            environ.get("REMOTE_ADDR", ""))
@@ -122,27 +126,28 @@ class Gateway:
                          f"\"{escaped(method, 16)} {escaped(target)}\" {status} {len(data)}\n")
         return [data]
 
-    def refused(self, method: str, target: str, headers: dict[str, str], body: bytes, service: str) -> str | None:
-        """Why the signature does not hold (with --iam), if it does not."""
+    def refused(self, method: str, target: str, headers: dict[str, str], body: bytes, service: str) -> Any:
+        """Why the signature does not hold (with --iam), if it does not: a sigv4.SignatureError, else None."""
         if self.credentials is None:
             return None
         from .sigv4 import SignatureError, verify
 
         try:
             verify(method, f"http://{headers.get('host', '')}{target}", headers, body, self.credentials,
-                   str(self.region), service)
+                   self.region, service)
         except SignatureError as error:
-            return str(error)
+            return error
         return None
 
     def http_api(self, method: str, target: str, headers: dict[str, str], body: bytes,
                  source_ip: str) -> tuple[int, list[tuple[str, str]], bytes]:
         refusal = self.refused(method, target, headers, body, "execute-api")
         if refusal:
-            return 403, JSON_HEADERS, json.dumps({"message": refusal}).encode()
+            return 403, [*JSON_HEADERS, ("x-amzn-ErrorType", refusal.code)], json.dumps(
+                {"message": str(refusal)}).encode()
         api = self.functions.get(local_lambda.DEFAULT_FUNCTION)
         assert api is not None
-        result = api.invoke(http_api_event(method, target, headers, body, source_ip))
+        result = api.invoke(json.dumps(http_api_event(method, target, headers, body, source_ip)).encode())
         response = json.loads(result.payload)
         if result.failed or not isinstance(response, dict) or "statusCode" not in response:
             # The function raised: API Gateway's proxy integration answers 500 with this body.
@@ -152,50 +157,6 @@ class Gateway:
         response_headers = [(str(name), str(value)) for name, value in (response.get("headers") or {}).items()
                             if str(name).lower() not in ("content-length", "connection", "transfer-encoding")]
         return int(response["statusCode"]), response_headers, data
-
-    def invoke_api(self, name: str, target: str, headers: dict[str, str],
-                   body: bytes) -> tuple[int, list[tuple[str, str]], bytes]:
-        """POST /2015-03-31/functions/{FunctionName}/invocations, as Lambda answers it."""
-        refusal = self.refused("POST", target, headers, body, "lambda")
-        if refusal:
-            return lambda_error(403, "UnrecognizedClientException", refusal)
-        logical_id = name.rpartition(":function:")[2].partition(":")[0] if ":function:" in name else name
-        runtime = self.functions.get(logical_id)
-        if runtime is None:
-            return lambda_error(404, "ResourceNotFoundException",
-                                f"Function not found: arn:aws:lambda:{self.region or 'us-east-1'}:123456789012:"
-                                f"function:{escaped(name, 64)}")
-        if len(body) > INVOKE_PAYLOAD_LIMIT:
-            return lambda_error(413, "RequestTooLargeException",
-                                f"Request must be smaller than {INVOKE_PAYLOAD_LIMIT} bytes for the InvokeFunction "
-                                "operation")
-        try:
-            event = json.loads(body) if body else {}
-        except ValueError:
-            return lambda_error(400, "InvalidRequestContentException", "Could not parse request body into json")
-        invocation_type = headers.get("x-amz-invocation-type", "RequestResponse")
-        if invocation_type == "DryRun":
-            return 204, [], b""
-        if invocation_type == "Event":
-            threading.Thread(target=runtime.invoke, args=(event,), daemon=True).start()
-            return 202, [], b""
-        if invocation_type != "RequestResponse":
-            return lambda_error(400, "InvalidParameterValueException", "Invalid invocation type")
-        result = runtime.invoke(event)
-        response_headers = [("Content-Type", "application/json"), ("X-Amz-Executed-Version", "$LATEST"),
-                            ("X-Amzn-RequestId", result.request_id)]
-        if result.failed:
-            response_headers.append(("X-Amz-Function-Error", "Unhandled"))
-        if headers.get("x-amz-log-type") == "Tail":
-            tail = result.log.encode("utf-8")[-lambda_runtime.TAIL_BYTES:]
-            response_headers.append(("X-Amz-Log-Result", base64.b64encode(tail).decode("ascii")))
-        return 200, response_headers, result.payload.encode("utf-8")
-
-
-def lambda_error(status: int, error_type: str, message: str) -> tuple[int, list[tuple[str, str]], bytes]:
-    """An error of the Lambda API, in AWS's JSON shape (the type in x-amzn-ErrorType and the body)."""
-    body = json.dumps({"Type": "User", "message": message, "__type": error_type}).encode()
-    return status, [*JSON_HEADERS, ("x-amzn-ErrorType", error_type)], body
 
 
 STATUS_TEXT = {200: "OK", 202: "Accepted", 204: "No Content", 400: "Bad Request", 403: "Forbidden", 404: "Not Found",
@@ -259,22 +220,23 @@ def make_server(host: str = "127.0.0.1", port: int = 3000, template: pathlib.Pat
                 idle_timeout: int = CONNECTION_TIMEOUT) -> LocalServer:
     """A server bound to host:port (port 0 picks a free one), with its function workers started, not yet serving.
 
-    With ``iam``, requests must be signed for service execute-api in ``region`` (default: the AWS chain's) with
-    the credentials of the standard AWS chain, including their session token if they have one."""
+    The functions live in ``region`` (default: the AWS chain's, else us-east-1), which ARNs must name. With
+    ``iam``, requests must be signed for it (service execute-api, or lambda for the Invoke API) with the credentials
+    of the standard AWS chain, including their session token if they have one."""
     if workers < 1:
         raise ServeError("--workers must be at least 1")
+    import botocore.session
+
+    session = botocore.session.get_session()
     credentials = None
     if iam:
-        import botocore.session
-
-        session = botocore.session.get_session()
         found = session.get_credentials()
         if found is None:
             raise ServeError("--iam needs AWS credentials (the standard chain) to check signatures against")
         credentials = found.get_frozen_credentials()
-        region = region or session.get_config_variable("region")
-        if not region:
+        if not (region or session.get_config_variable("region")):
             raise ServeError("--iam needs a region to check signatures' scope against: --region or AWS_REGION")
+    region = region or session.get_config_variable("region") or "us-east-1"
     functions = Functions(template or local_lambda.find_template(), workers)
     try:
         return LocalServer(host, port, functions, Gateway(functions, credentials, region), max(4, 2 * workers),
@@ -284,8 +246,14 @@ def make_server(host: str = "127.0.0.1", port: int = 3000, template: pathlib.Pat
         raise
 
 
-def _stop(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt  # waitress's loop ends on it
+def _stopper(server: LocalServer) -> Callable[[int, Any], None]:
+    def stop(signum: int, frame: Any) -> None:
+        # The functions first: an invocation in flight ends now (its caller gets an error), so waitress, which waits
+        # for its threads, stops at once too.
+        server.server_close()
+        raise KeyboardInterrupt  # waitress's loop ends on it
+
+    return stop
 
 
 def serve(host: str, port: int, template: pathlib.Path, workers: int = 4, iam: bool = False,
@@ -300,7 +268,8 @@ def serve(host: str, port: int, template: pathlib.Path, workers: int = 4, iam: b
     print(f"try: curl -s {url}{chrf_core.EXECUTE_PATH} -d '{example}'", file=sys.stderr)
     # Both signals stop the server, also where SIGINT came ignored (a process started in the background by a
     # shell without job control inherits SIGINT ignored, and Python then leaves it so).
-    previous = {number: signal.signal(number, _stop) for number in (signal.SIGINT, signal.SIGTERM)}
+    stop = _stopper(server)
+    previous = {number: signal.signal(number, stop) for number in (signal.SIGINT, signal.SIGTERM)}
     try:
         server.serve_forever()  # returns on SIGINT (Ctrl-C) or SIGTERM
     finally:

@@ -28,7 +28,12 @@ INVALID_TOKEN = "The security token included in the request is invalid"
 
 
 class SignatureError(Exception):
-    """A request that is not signed, or not signed with the expected credentials, scope or body."""
+    """A request that is not signed, or not signed with the expected credentials, scope or body; ``code`` is the
+    error type AWS answers it with (``x-amzn-ErrorType``)."""
+
+    def __init__(self, message: str, code: str = "InvalidSignatureException") -> None:
+        super().__init__(message)
+        self.code = code
 
 
 def region_of(url: str, fallback: str | None) -> str | None:
@@ -55,7 +60,7 @@ def _signing_time(lowered: Mapping[str, str], scope_date: str, now: datetime.dat
     try:
         when = datetime.datetime.strptime(stamp, "%Y%m%dT%H%M%SZ").replace(tzinfo=datetime.UTC)
     except ValueError:
-        raise SignatureError("X-Amz-Date is missing or malformed") from None
+        raise SignatureError("X-Amz-Date is missing or malformed", "IncompleteSignatureException") from None
     if stamp[:8] != scope_date:
         raise SignatureError("Date in Credential scope does not match YYYYMMDD from ISO-8601 version of date")
     if when < now - MAX_SKEW:
@@ -78,17 +83,17 @@ def verify(method: str, url: str, headers: Mapping[str, str], body: bytes, crede
     lowered = {name.lower(): value for name, value in headers.items()}
     match = AUTHORIZATION.match(lowered.get("authorization", ""))
     if not match:
-        raise SignatureError("Missing Authentication Token")
+        raise SignatureError("Missing Authentication Token", "MissingAuthenticationTokenException")
     if match["service"] != service:
         raise SignatureError(f"Credential should be scoped to correct service: '{service}'")
     if match["region"] != region:
         raise SignatureError(f"Credential should be scoped to a valid region: '{region}'")
     if not hmac.compare_digest(match["key"].encode(), credentials.access_key.encode()):
-        raise SignatureError(INVALID_TOKEN)
+        raise SignatureError(INVALID_TOKEN, "UnrecognizedClientException")
     token, expected_token = lowered.get("x-amz-security-token"), getattr(credentials, "token", None)
     if (token is None) != (expected_token is None) or (
             token is not None and not hmac.compare_digest(token.encode(), str(expected_token).encode())):
-        raise SignatureError(INVALID_TOKEN)
+        raise SignatureError(INVALID_TOKEN, "UnrecognizedClientException")
     stamp = _signing_time(lowered, match["date"], now or datetime.datetime.now(datetime.UTC))
     payload_hash = hashlib.sha256(body).hexdigest()
     declared_hash = lowered.get("x-amz-content-sha256")

@@ -223,3 +223,37 @@ def test_boto3_signs_lambda_invocations_that_serve_iam_accepts_and_forged_ones_i
     invoke_url = f"{endpoint}/2015-03-31/functions/ChrfComponentsFunction/invocations"
     assert send(invoke_url, botocore_headers(invoke_url, BODY), BODY)[0] == 403
     assert send(with_token, botocore_headers(with_token, BODY, service="lambda"), BODY)[0] == 403
+
+
+@pytest.mark.parametrize(("change", "code"), [
+    ({"signature_version": "unsigned"}, "MissingAuthenticationTokenException"),
+    ({"aws_secret_access_key": "not-the-secret"}, "InvalidSignatureException"),
+    ({"region": "ap-south-2"}, "InvalidSignatureException"),
+    ({"aws_access_key_id": "AKIDSOMEONEELSE"}, "UnrecognizedClientException"),
+    ({"aws_session_token": "someone-elses"}, "UnrecognizedClientException"),
+])
+def test_a_refused_lambda_invocation_carries_the_error_type_aws_answers_with(with_token, change, code):
+    import boto3
+    from botocore import UNSIGNED
+    from botocore.config import Config
+    from botocore.exceptions import ClientError
+
+    change = dict(change)
+    config = Config(retries={"max_attempts": 1},
+                    **({"signature_version": UNSIGNED} if change.pop("signature_version", None) else {}))
+    client = boto3.client("lambda", endpoint_url=with_token.removesuffix(EXECUTE), config=config,
+                          region_name=change.pop("region", REGION),
+                          **{"aws_access_key_id": KEY, "aws_secret_access_key": SECRET, "aws_session_token": TOKEN,
+                             **change})
+    with pytest.raises(ClientError) as caught:
+        client.invoke(FunctionName="ChrfComponentsFunction", Payload=BODY)
+    assert caught.value.response["ResponseMetadata"]["HTTPStatusCode"] == 403
+    assert caught.value.response["Error"]["Code"] == code
+
+
+def test_an_expired_lambda_invocation_is_an_invalid_signature(with_token):
+    invoke_url = with_token.removesuffix(EXECUTE) + "/2015-03-31/functions/ChrfComponentsFunction/invocations"
+    when = datetime.datetime.now(datetime.UTC).replace(tzinfo=None) - datetime.timedelta(minutes=20)
+    headers = aws4auth_headers(invoke_url, BODY, service="lambda", extra={"X-Amz-Date": when.strftime("%Y%m%dT%H%M%SZ")})
+    status, data = send(invoke_url, headers, BODY)
+    assert status == 403 and data["__type"] == "InvalidSignatureException" and "expired" in data["message"]

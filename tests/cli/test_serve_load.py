@@ -12,13 +12,12 @@ import os
 import signal
 import socket
 import statistics
-import subprocess
-import sys
 import threading
 import time
 
 import pytest
-from support import CONTRACT, ROOT
+from processes import alive, children_of, serving_process
+from support import CONTRACT
 
 EXECUTE = CONTRACT["execute_url"]
 EXAMPLE = CONTRACT["examples"][0]
@@ -109,47 +108,9 @@ def test_a_keep_alive_request_takes_at_most_twice_a_new_connections_request(runn
     assert statistics.median(kept) <= 2 * statistics.median(fresh), (statistics.median(kept), statistics.median(fresh))
 
 
-def children_of(pid):
-    """Every process descended from ``pid`` (read from /proc)."""
-    parents = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat", encoding="utf-8") as stat:
-                    parents[int(entry)] = int(stat.read().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-    found, frontier = set(), {pid}
-    while frontier:
-        frontier = {child for child, parent in parents.items() if parent in frontier} - found
-        found |= frontier
-    return found
-
-
-def alive(pid):
-    try:
-        with open(f"/proc/{pid}/stat", encoding="utf-8") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
 @pytest.mark.parametrize("how", ["SIGTERM", "SIGINT", "Ctrl-C to the process group"])
 def test_a_signal_stops_the_server_and_every_worker_within_5_seconds_without_a_traceback(how, tmp_path):
-    log = open(tmp_path / "stderr", "w+", encoding="utf-8")  # noqa: SIM115 (read after the process ends)
-    process = subprocess.Popen([sys.executable, "-m", "chrf_components_cli.main", "serve", "--port", "0",
-                                "--workers", "2"], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=log,
-                               start_new_session=True)
-    try:
-        deadline = time.monotonic() + 60
-        port = None
-        while port is None and time.monotonic() < deadline and process.poll() is None:
-            time.sleep(0.1)
-            log.seek(0)
-            for line in log.read().splitlines():
-                if line.startswith("serving POST http://127.0.0.1:"):
-                    port = int(line.split(":")[2].split("/")[0])
-        assert port, "the server did not start"
+    with serving_process(tmp_path / "stderr", "--workers", "2") as (process, port):
         assert post(http.client.HTTPConnection("127.0.0.1", port, timeout=10)) == (200, EXAMPLE["output"])
         descendants = children_of(process.pid)
         assert len(descendants) >= 2  # the workers (and multiprocessing's resource tracker)
@@ -164,11 +125,5 @@ def test_a_signal_stops_the_server_and_every_worker_within_5_seconds_without_a_t
         while any(alive(pid) for pid in descendants) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert [pid for pid in descendants if alive(pid)] == []
-        log.seek(0)
-        output = log.read()
+        output = (tmp_path / "stderr").read_text(encoding="utf-8")
         assert "Traceback" not in output and "Error" not in output, output
-    finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-        log.close()

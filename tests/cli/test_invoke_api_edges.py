@@ -1,0 +1,301 @@
+"""The local Lambda Invoke API under what careless and hostile callers send: payloads that cannot be handed over as
+they are, environments that die while idle, floods of Event invocations, oversized payloads and responses, slow
+functions and signals; and, case by case, the answer AWS gives (docs/deploy-and-pipelines.md has the table)."""
+
+import http.client
+import json
+import os
+import signal
+import threading
+import time
+from urllib.parse import quote
+
+import boto3
+import pytest
+from botocore.config import Config
+from botocore.exceptions import ClientError
+from processes import alive, children_of, serving_process, status_of
+from support import CONTRACT, ROOT
+
+from chrf_components_cli.server import make_server
+
+EXAMPLE = CONTRACT["examples"][0]
+EXECUTE = CONTRACT["execute_url"]
+FUNCTION = "ChrfComponentsFunction"
+
+
+def invocations(name):
+    return f"/2015-03-31/functions/{name}/invocations"
+
+
+def post(port, path, body, headers=None, timeout=10):
+    """(status, headers, body) of one POST on a new connection."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        connection.request("POST", path, body=body, headers=headers or {})
+        response = connection.getresponse()
+        return response.status, {name.lower(): value for name, value in response.getheaders()}, response.read()
+    finally:
+        connection.close()
+
+
+def lambda_client(port, **config):
+    return boto3.client("lambda", endpoint_url=f"http://127.0.0.1:{port}", region_name="us-east-1",
+                        aws_access_key_id="x", aws_secret_access_key="x",
+                        config=Config(retries={"max_attempts": 1}, **config))
+
+
+@pytest.fixture(scope="module")
+def four_workers():
+    """`serve` as it starts by default: four execution environments for the API function."""
+    server = make_server("127.0.0.1", 0, ROOT / "template.yaml", workers=4)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+def answers_valid_calls_within_10_seconds(port):
+    status, _, body = post(port, invocations(FUNCTION), json.dumps(EXAMPLE["input"]))
+    assert (status, json.loads(body)) == (200, EXAMPLE["output"])
+    status, _, body = post(port, EXECUTE, json.dumps(EXAMPLE["input"]))
+    assert (status, json.loads(body)) == (200, EXAMPLE["output"])
+
+
+@pytest.mark.parametrize("invocation_type", ["RequestResponse", "Event"])
+def test_deeply_nested_payloads_are_answered_and_every_environment_keeps_serving(four_workers, invocation_type):
+    port = four_workers.server_address[1]
+    for depth in (500, 700, 985, 990, 5000):  # four and more: one per environment, and more than the parser takes
+        status, headers, body = post(port, invocations(FUNCTION), b"[" * depth + b"]" * depth,
+                                     {"X-Amz-Invocation-Type": invocation_type})
+        if status == 400:
+            assert headers["x-amzn-errortype"] == "InvalidRequestContentException"
+        elif invocation_type == "Event":
+            assert status == 202
+        else:  # handed to the function, which refuses a list
+            assert status == 200 and headers["x-amz-function-error"] == "Unhandled"
+            assert json.loads(body)["errorType"] in ("InvalidInputError", "Runtime.UnmarshalError")
+    answers_valid_calls_within_10_seconds(port)
+
+
+def test_environments_that_died_while_idle_are_replaced_before_they_are_used(four_workers):
+    port = four_workers.server_address[1]
+    runtime = four_workers.functions.get(FUNCTION)
+    with runtime.available:
+        idle = [worker.process.pid for worker in runtime.idle]
+    assert len(idle) == 4
+    for pid in idle:
+        os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while any(alive(pid) for pid in idle) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    results = []
+    calls = [threading.Thread(target=lambda: results.append(post(port, EXECUTE, json.dumps(EXAMPLE["input"]),
+                                                                 timeout=60)[0])) for _ in range(4)]
+    for call in calls:
+        call.start()
+    for call in calls:
+        call.join(60)
+    assert results == [200] * 4
+
+
+def test_200_event_invocations_of_200_kb_stay_within_64_threads_and_150_mb(tmp_path):
+    odd_function(tmp_path, 10)
+    payload = json.dumps({"sleep": 0.1, "padding": "x" * 200_000}).encode()  # each runs for 0.1 s
+    with serving_process(tmp_path / "stderr", cwd=tmp_path) as (process, port):
+        client = lambda_client(port)
+        client.invoke(FunctionName=FUNCTION, Payload=b"{}")  # warm
+        threads_before, memory_before = status_of(process.pid)
+        peaks = [threads_before, memory_before]
+        sending = True
+
+        def watch():
+            while sending:
+                threads, memory = status_of(process.pid)
+                peaks[0], peaks[1] = max(peaks[0], threads), max(peaks[1], memory)
+                time.sleep(0.01)
+
+        statuses = []
+
+        def send(count):
+            sender = lambda_client(port)
+            for _ in range(count):
+                try:
+                    statuses.append(sender.invoke(FunctionName=FUNCTION, InvocationType="Event",
+                                                  Payload=payload)["StatusCode"])
+                except ClientError as error:
+                    statuses.append(error.response["ResponseMetadata"]["HTTPStatusCode"])
+
+        watcher = threading.Thread(target=watch)
+        watcher.start()
+        senders = [threading.Thread(target=send, args=(25,)) for _ in range(8)]
+        for sender in senders:
+            sender.start()
+        for sender in senders:
+            sender.join(120)
+        started = time.monotonic()
+        response = client.invoke(FunctionName=FUNCTION, Payload=b"{}")  # goes before the queued events
+        behind_the_flood = time.monotonic() - started
+        sending = False
+        watcher.join()
+    assert len(statuses) == 200 and set(statuses) <= {202, 429}, statuses
+    assert json.loads(response["Payload"].read()) == {"ok": True} and behind_the_flood < 3, behind_the_flood
+    assert peaks[0] <= 64, f"{peaks[0]} threads"
+    assert peaks[1] - memory_before < 150 * 1024 * 1024, f"{(peaks[1] - memory_before) / 2**20:.0f} MB more"
+
+
+@pytest.mark.parametrize(("invocation_type", "size", "limit"), [("Event", 2 * 1024 * 1024, 1048576),
+                                                                 ("Event", 1048577, 1048576),
+                                                                 ("RequestResponse", 7 * 1024 * 1024, 6291456)])
+def test_a_payload_over_lambdas_limit_gets_a_readable_413_in_aws_shape(running, invocation_type, size, limit):
+    client = lambda_client(running.server_address[1])
+    with pytest.raises(ClientError) as caught:
+        client.invoke(FunctionName=FUNCTION, InvocationType=invocation_type, Payload=b'"' + b"x" * (size - 2) + b'"')
+    assert caught.value.response["ResponseMetadata"]["HTTPStatusCode"] == 413
+    assert caught.value.response["Error"]["Code"] == "RequestTooLargeException"
+    assert str(limit) in caught.value.response["Error"]["Message"]
+
+
+def test_an_event_payload_at_the_limit_is_accepted(running):
+    client = lambda_client(running.server_address[1])
+    payload = b'"' + b"x" * (1048576 - 2) + b'"'
+    assert client.invoke(FunctionName=FUNCTION, InvocationType="Event", Payload=payload)["StatusCode"] == 202
+
+
+# ---- each case as AWS answers it --------------------------------------------------------------------------------
+
+OTHER_REGION_ARN = "arn:aws:lambda:eu-north-1:123456789012:function:ChrfComponentsFunction"
+OTHER_ACCOUNT_ARN = "arn:aws:lambda:{region}:210987654321:function:ChrfComponentsFunction"
+CASES = [  # (function name in the path, query, headers, body) -> (status, error type or None)
+    ("ChrfComponentsFunction:$LATEST", "", {}, None, 200, None),
+    ("ChrfComponentsFunction", "Qualifier=%24LATEST", {}, None, 200, None),
+    ("123456789012:function:ChrfComponentsFunction", "", {}, None, 200, None),
+    ("arn:aws:lambda:{region}:123456789012:function:ChrfComponentsFunction", "", {}, None, 200, None),
+    ("ChrfComponentsFunction", "Qualifier=prod", {}, None, 404, "ResourceNotFoundException"),
+    ("ChrfComponentsFunction:prod", "", {}, None, 404, "ResourceNotFoundException"),
+    ("ChrfComponentsFunction:1", "", {}, None, 404, "ResourceNotFoundException"),
+    (OTHER_REGION_ARN, "", {}, None, 404, "ResourceNotFoundException"),
+    (OTHER_ACCOUNT_ARN, "", {}, None, 404, "ResourceNotFoundException"),
+    ("ChrfComponentsFunction:prod", "Qualifier=dev", {}, None, 400, "InvalidParameterValueException"),
+    ("%00", "", {}, None, 400, "ValidationException"),
+    ("F" * 171, "", {}, None, 400, "ValidationException"),
+    (quote("Función"), "", {}, None, 400, "ValidationException"),
+    ("ChrfComponentsFunction", "Qualifier=" + "q" * 129, {}, None, 400, "ValidationException"),
+    ("ChrfComponentsFunction", "", {"X-Amz-Log-Type": "bogus"}, None, 400, "ValidationException"),
+    ("ChrfComponentsFunction", "", {"X-Amz-Invocation-Type": "Sync"}, None, 400, "ValidationException"),
+    ("ChrfComponentsFunction", "", {}, b'{"hypotheses": NaN}', 400, "InvalidRequestContentException"),
+    ("ChrfComponentsFunction", "", {}, b"[Infinity]", 400, "InvalidRequestContentException"),
+    ("ChrfComponentsFunction", "", {}, b"{} {}", 400, "InvalidRequestContentException"),
+    ("ChrfComponentsFunction", "", {}, b"\xff{}", 400, "InvalidRequestContentException"),
+]
+
+
+@pytest.mark.parametrize(("name", "query", "headers", "body", "status", "error"), CASES,
+                         ids=[f"{case[0][:40]}?{case[1][:20]}{case[2]}{case[3]}" for case in CASES])
+def test_the_invoke_api_answers_each_case_as_aws_does(running, name, query, headers, body, status, error):
+    path = invocations(name.format(region=running.region)) + (f"?{query}" if query else "")
+    got, got_headers, data = post(running.server_address[1], path,
+                                  json.dumps(EXAMPLE["input"]).encode() if body is None else body, headers)
+    assert got == status, data
+    if error:
+        assert got_headers["x-amzn-errortype"] == error and json.loads(data)["__type"] == error
+    else:
+        assert json.loads(data) == EXAMPLE["output"]
+
+
+# ---- a function's own faults, its Timeout, and signals ----------------------------------------------------------
+
+TEMPLATE = """
+Resources:
+  ChrfComponentsFunction:
+    Type: AWS::Serverless::Function
+    Properties:
+      CodeUri: code/
+      Handler: odd.handler
+      Timeout: {timeout}
+"""
+HANDLER = """
+import time
+
+def handler(event, context):
+    if "sleep" in event:
+        time.sleep(event["sleep"])
+    if "big" in event:
+        return "x" * event["big"]
+    if "set" in event:
+        return {1, 2}
+    return {"ok": True}
+"""
+
+
+def odd_function(folder, timeout):
+    (folder / "code").mkdir(exist_ok=True)
+    (folder / "code" / "odd.py").write_text(HANDLER, encoding="utf-8")
+    (folder / "template.yaml").write_text(TEMPLATE.format(timeout=timeout), encoding="utf-8")
+    return folder / "template.yaml"
+
+
+@pytest.fixture(scope="module")
+def odd(tmp_path_factory):
+    server = make_server("127.0.0.1", 0, odd_function(tmp_path_factory.mktemp("odd"), 2), workers=1)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield lambda_client(server.server_address[1], read_timeout=30)
+    server.shutdown()
+    server.server_close()
+
+
+def invoke(client, event):
+    response = client.invoke(FunctionName=FUNCTION, Payload=json.dumps(event))
+    return response, json.loads(response["Payload"].read())
+
+
+def test_a_response_over_6_mb_is_a_function_error_as_lambda_reports_it(odd):
+    response, payload = invoke(odd, {"big": 7 * 1024 * 1024})
+    assert response["FunctionError"] == "Unhandled" and payload["errorType"] == "Function.ResponseSizeTooLarge"
+    assert invoke(odd, {"big": 5 * 1024 * 1024})[1] == "x" * 5 * 1024 * 1024
+
+
+def test_a_result_json_cannot_hold_is_a_runtime_marshal_error(odd):
+    response, payload = invoke(odd, {"set": True})
+    assert response["FunctionError"] == "Unhandled" and payload["errorType"] == "Runtime.MarshalError"
+    assert payload["errorMessage"].startswith("Unable to marshal response: ")
+    assert invoke(odd, {})[1] == {"ok": True}  # the environment is still there
+
+
+def test_the_timeout_is_answered_at_the_timeout(odd):
+    started = time.monotonic()
+    _, payload = invoke(odd, {"sleep": 20})
+    elapsed = time.monotonic() - started
+    assert payload["errorType"] == "Sandbox.Timedout" and 2 <= elapsed < 2.5, elapsed
+
+
+@pytest.mark.parametrize("signal_number", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_with_invocations_in_flight_stops_everything_within_5_seconds(tmp_path, signal_number):
+    odd_function(tmp_path, 60)
+    with serving_process(tmp_path / "stderr", cwd=tmp_path) as (process, port):  # four environments, all busy
+        outcomes = []
+
+        def call():
+            try:
+                status, headers, _ = post(port, invocations(FUNCTION), json.dumps({"sleep": 50}), timeout=30)
+                outcomes.append((status, headers.get("x-amz-function-error")))
+            except (OSError, http.client.HTTPException) as error:
+                outcomes.append(type(error).__name__)
+
+        callers = [threading.Thread(target=call) for _ in range(4)]
+        for caller in callers:
+            caller.start()
+        time.sleep(2.0)  # the invocations are running
+        descendants = children_of(process.pid)
+        assert len(descendants) >= 4
+        stopped = time.monotonic()
+        process.send_signal(signal_number)
+        process.wait(5)
+        while any(alive(pid) for pid in descendants) and time.monotonic() < stopped + 5:
+            time.sleep(0.05)
+        assert [pid for pid in descendants if alive(pid)] == []
+        for caller in callers:
+            caller.join(max(0.1, stopped + 5 - time.monotonic()))
+        assert not any(caller.is_alive() for caller in callers), "a caller hangs"
+        # Each caller gets an error (the connection closed, or Lambda's Runtime.ExitError), never a result.
+        assert all(isinstance(outcome, str) or outcome == (200, "Unhandled") for outcome in outcomes), outcomes
