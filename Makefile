@@ -10,7 +10,7 @@ ARM64_PYTHON := .cache/arm64-python
 # the ones the arm64 kernel is compiled against (pinned, so the layer is byte-identical from build to build).
 PY313_DIR := $(shell d=$$(ls -d $${PYENV_ROOT:-$$HOME/.pyenv}/versions/3.13*/bin 2>/dev/null | tail -n 1); \
 	[ -n "$$d" ] && echo "$$d" || dirname "$$(command -v python3.13 2>/dev/null || echo /nonexistent/python3.13)")
-KERNEL_SOURCE := layers/chrf_core/native/kernel.c
+KERNEL_SOURCES := $(wildcard layers/chrf_core/native/*.c layers/chrf_core/native/*.h)
 HOST_KERNEL := layers/chrf_core/chrf_core/_kernel.abi3.so
 export AWS_DEFAULT_REGION ?= us-east-1
 export AWS_REGION ?= $(AWS_DEFAULT_REGION)
@@ -28,7 +28,7 @@ $(VENV)/.installed: requirements.txt pyproject.toml setup.py
 
 # The native kernel, rebuilt in place whenever its source changes (optional: without a compiler, Python counts).
 kernel: $(VENV)/.installed
-	@if [ ! -f $(HOST_KERNEL) ] || [ $(KERNEL_SOURCE) -nt $(HOST_KERNEL) ]; then \
+	@if [ ! -f $(HOST_KERNEL) ] || [ -n "$$(find $(KERNEL_SOURCES) -newer $(HOST_KERNEL))" ]; then \
 		$(BIN)/python setup.py -q build_ext --inplace 2>&1 | grep -v -e '^running' -e '^copying' || true; fi
 
 # What testing needs on top: test tools, linters, sacreBLEU for the comparisons.
@@ -111,12 +111,12 @@ bench-counts: setup-dev
 	$(BIN)/python tests/worst_case_counts.py native 5
 	$(BIN)/python tests/worst_case_counts.py python 2
 
-# The native kernel under AddressSanitizer and UndefinedBehaviorSanitizer (after changing kernel.c).
+# The native kernel under AddressSanitizer and UndefinedBehaviorSanitizer (after changing native/).
 sanitize: setup-dev
 	@rm -rf .cache/sanitize && mkdir -p .cache/sanitize/chrf_core && cp layers/chrf_core/chrf_core/*.py .cache/sanitize/chrf_core/
 	gcc -std=c99 -O1 -ffp-contract=off -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined \
 		-fPIC -shared -DPy_LIMITED_API=0x030B0000 -I"$$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_paths()["include"])')" \
-		$(KERNEL_SOURCE) -o .cache/sanitize/chrf_core/_kernel.abi3.so
+		$(filter %.c,$(KERNEL_SOURCES)) -o .cache/sanitize/chrf_core/_kernel.abi3.so
 	LD_PRELOAD="$$(gcc -print-file-name=libasan.so)" ASAN_OPTIONS=detect_leaks=0 \
 		$(BIN)/python tests/native/sanitize.py .cache/sanitize
 

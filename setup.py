@@ -67,7 +67,8 @@ setup(
     ext_modules=[
         Extension(
             "chrf_core._kernel",
-            sources=[f"{NATIVE}/kernel.c"],
+            sources=[f"{NATIVE}/{name}.c" for name in ("module", "counting", "pairwise")],
+            depends=[f"{NATIVE}/kernel.h", f"{NATIVE}/pairwise.h"],
             define_macros=[("Py_LIMITED_API", "0x030B0000")],
             py_limited_api=True,
             extra_compile_args=["-std=c99", "-O2", "-ffp-contract=off", "-Wall", "-Wextra"],

@@ -254,6 +254,7 @@ def test_a_refused_lambda_invocation_carries_the_error_type_aws_answers_with(wit
 def test_an_expired_lambda_invocation_is_an_invalid_signature(with_token):
     invoke_url = with_token.removesuffix(EXECUTE) + "/2015-03-31/functions/ChrfComponentsFunction/invocations"
     when = datetime.datetime.now(datetime.UTC).replace(tzinfo=None) - datetime.timedelta(minutes=20)
-    headers = aws4auth_headers(invoke_url, BODY, service="lambda", extra={"X-Amz-Date": when.strftime("%Y%m%dT%H%M%SZ")})
+    headers = aws4auth_headers(invoke_url, BODY, service="lambda",
+                               extra={"X-Amz-Date": when.strftime("%Y%m%dT%H%M%SZ")})
     status, data = send(invoke_url, headers, BODY)
     assert status == 403 and data["__type"] == "InvalidSignatureException" and "expired" in data["message"]

@@ -12,6 +12,7 @@ import sys
 sys.path[:0] = [sys.argv[1], str(pathlib.Path(__file__).resolve().parents[1])]
 
 import chrf_core  # noqa: E402
+import numpy  # noqa: E402
 import payloads  # noqa: E402
 from naive_chrf import naive_counts  # noqa: E402
 
@@ -36,6 +37,9 @@ for kind in payloads.KINDS:
     native(*payloads.near_limit(kind), 10, 4, False, True)
 big = "ab" * 400000
 native([big], [big[1:] + "c"], 10, 4, False, False)
+many = "".join(chr(0x10000 + k) for k in range(600_000))  # more distinct units than the histograms hold
+native([many[::3]], [many], 6, 0, False, False)
+native([" ".join(f"w{k}" for k in range(600_000))], ["w1 w2"], 0, 3, False, False)
 with contextlib.suppress(TypeError):
     native(["a", 3], ["a", "b"], 2, 0, False, False)
 for _ in range(300):  # pairwise: every shape of side, both averagings, the exact fallback
@@ -49,7 +53,9 @@ for _ in range(300):  # pairwise: every shape of side, both averagings, the exac
     for i, j in [(0, 0), (len(sides[0]) - 1, len(sides[1]) - 1)]:
         assert matrix[i, j] == float(chrf_core.exact_score(chrf_core.settings_of(**chosen), chrf_core.count_segments(
             [sides[0][i]], [sides[1][j]], chrf_core.settings_of(**chosen)).orders))
-chrf_core.counting.NATIVE.pairwise([big, "ab"], [big[::-1]], 6, 2, False, 2, True, 1)
+chrf_core.counting.NATIVE.pairwise([big, "ab"], [big[::-1]], 6, 2, False, 2, True, 1, numpy.empty((2, 1)))
 with contextlib.suppress(TypeError):
-    chrf_core.counting.NATIVE.pairwise(["a"], ["a", 3], 2, 0, False, 2, 0, 80)
+    chrf_core.counting.NATIVE.pairwise(["a"], ["a", 3], 2, 0, False, 2, 0, 80, numpy.empty((1, 2)))
+with contextlib.suppress(ValueError):
+    chrf_core.counting.NATIVE.pairwise(["a"], ["a", "b"], 2, 0, False, 2, 0, 80, numpy.empty((1, 3)))
 print("sanitized run: no errors")

@@ -42,6 +42,7 @@ from .report import (
     score_text,
 )
 from .request import (
+    MAX_TEXT_LENGTH,
     ValidRequest,
     decode_request,
     loads_request,
@@ -56,7 +57,8 @@ from .tokens import words
 
 __all__ = [
     "AVERAGINGS", "DEFAULTS", "EXECUTE_PATH", "ITEM_KEYS", "KERNEL", "KERNELS", "KERNEL_ERROR", "MAX_SEGMENTS",
-    "MAX_TEXT_BYTES", "REQUEST_KEYS", "SETTING_KEYS", "TEXT_KEYS", "TOOL", "VERSION", "Counts", "InvalidInputError",
+    "MAX_TEXT_BYTES", "MAX_TEXT_LENGTH", "REQUEST_KEYS", "SETTING_KEYS", "TEXT_KEYS", "TOOL", "VERSION", "Counts",
+    "InvalidInputError",
     "OrderScore", "Report", "Settings", "ValidRequest", "averages_and_score", "build_report", "compute_counts",
     "corpus_counts", "corpus_report", "count_segments", "decode_request", "error_envelope", "exact_score",
     "fraction_text", "loads_request", "make_request", "merge_counts", "order_labels", "pairwise", "parse_request",

@@ -23,14 +23,17 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from fractions import Fraction
 from itertools import islice
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import counting, python_kernel
 from .contract import TEXT_KEYS, Settings
 from .counting import Counts, count_segments, merge_counts, segment_rows
 from .errors import InvalidInputError
 from .report import Report, exact_score, report_of
-from .request import check_encodable, check_strings, parse_strict_settings
+from .request import MAX_TEXT_LENGTH, check_encodable, check_length, check_strings, parse_strict_settings
+
+if TYPE_CHECKING:
+    import numpy
 
 CHUNK = 4096  # segments read and counted at a time
 TOLERANCE_BITS = 80  # a native score within 2^-80 of a rounding midpoint is recomputed exactly (see kernel.c)
@@ -52,7 +55,7 @@ def settings_of(**settings: Any) -> Settings:
 def corpus_counts(hypotheses: Iterable[str], references: Iterable[str], **settings: Any) -> Counts:
     """Per-order counts summed over line-aligned segments (any number; read in chunks of CHUNK)."""
     chosen = settings_of(**settings)
-    parts = [count_segments(chunk[0], chunk[1], chosen) for chunk in _chunks(hypotheses, references)]
+    parts = [count_segments(chunk[0], chunk[1], chosen) for chunk in _chunks(*_sides(hypotheses, references))]
     if not parts:
         raise InvalidInputError(TEXT_KEYS[0], "at least 1 segment, got 0")
     return merge_counts(parts)
@@ -67,47 +70,70 @@ def corpus_report(hypotheses: Iterable[str], references: Iterable[str], **settin
 def segment_reports(hypotheses: Iterable[str], references: Iterable[str], **settings: Any) -> Iterator[Report]:
     """Each segment's own report, in order, as the segments are read."""
     chosen = settings_of(**settings)
-    return (report_of(counts) for counts in _segment_counts(hypotheses, references, chosen))
+    return (report_of(counts) for counts in _segment_counts(*_sides(hypotheses, references), chosen))
 
 
 def segment_scores(hypotheses: Iterable[str], references: Iterable[str], **settings: Any) -> Iterator[Fraction]:
     """Each segment's exact score (0..100), in order, as the segments are read."""
     chosen = settings_of(**settings)
-    return (exact_score(chosen, counts.orders) for counts in _segment_counts(hypotheses, references, chosen))
+    return (exact_score(chosen, counts.orders) for counts in _segment_counts(*_sides(hypotheses, references), chosen))
 
 
-def pairwise(hypotheses: Sequence[str], references: Sequence[str], **settings: Any) -> memoryview[float]:
+def pairwise(hypotheses: Sequence[str], references: Sequence[str], **settings: Any) -> numpy.ndarray:
     """Every hypothesis scored against every reference, as for minimum Bayes risk decoding.
 
-    A read-only float64 memoryview shaped (len(hypotheses), len(references)): ``matrix[i, j]`` is the score of
-    hypothesis i against reference j alone, correctly rounded from its exact fraction; ``numpy.asarray(matrix)``
-    wraps it without a copy, ``matrix.tolist()`` gives lists. The native kernel counts each text's n-grams once.
+    A float64 NumPy array shaped (len(hypotheses), len(references)): ``matrix[i, j]`` is the score of hypothesis i
+    against reference j alone, correctly rounded from its exact fraction. The native kernel counts each text's
+    n-grams once, without the GIL; the texts together may hold at most MAX_TEXT_LENGTH code points.
     """
+    import numpy
+
     chosen = settings_of(**settings)
-    sides = [list(hypotheses), list(references)]
+    sides = [_segments(key, texts) for key, texts in zip(TEXT_KEYS, (hypotheses, references))]
     for key, texts in zip(TEXT_KEYS, sides):
         if not texts:
             raise InvalidInputError(key, "at least 1 segment, got 0")
         check_strings(key, texts)
         check_encodable(key, texts)
+    total = sum(map(len, sides[0])) + sum(map(len, sides[1]))
+    if total > MAX_TEXT_LENGTH:
+        raise InvalidInputError(None, f"at most {MAX_TEXT_LENGTH} code points in all texts together, got {total}",
+                                subject="texts")
     rows, columns = len(sides[0]), len(sides[1])
     counted = [[text.lower() for text in texts] for texts in sides] if chosen.lowercase else sides
+    matrix = numpy.empty((rows, columns))
+    flat = matrix.reshape(-1)
     if counting.KERNEL == "native":
-        data, inexact = counting.NATIVE.pairwise(counted[0], counted[1], chosen.char_order, chosen.word_order,
-                                                 chosen.include_whitespace, chosen.beta,
-                                                 chosen.averaging == "per_order_f", TOLERANCE_BITS)
-        matrix = memoryview(data).cast("d")
+        inexact = counting.NATIVE.pairwise(counted[0], counted[1], chosen.char_order, chosen.word_order,
+                                           chosen.include_whitespace, chosen.beta, chosen.averaging == "per_order_f",
+                                           TOLERANCE_BITS, matrix)
         for index in inexact:
             hypothesis, reference = divmod(index, columns)
             orders = count_segments([sides[0][hypothesis]], [sides[1][reference]], chosen).orders
-            matrix[index] = float(exact_score(chosen, orders))
+            flat[index] = float(exact_score(chosen, orders))
     else:
-        pairs = python_kernel.pairwise(counted[0], counted[1], chosen.char_order, chosen.word_order,
-                                       chosen.include_whitespace)
-        matrix = memoryview(bytearray(8 * rows * columns)).cast("d")
-        for index, orders in enumerate(orders for row in pairs for orders in row):
-            matrix[index] = float(exact_score(chosen, orders))
-    return matrix.cast("B").cast("d", (rows, columns)).toreadonly()
+        for row, pairs in zip(matrix, python_kernel.pairwise(counted[0], counted[1], chosen.char_order,
+                                                              chosen.word_order, chosen.include_whitespace)):
+            row[:] = [float(exact_score(chosen, orders)) for orders in pairs]
+    return matrix
+
+
+def _not_one_text(name: str, texts: Iterable[str]) -> None:
+    """A single str where a side's segments belong is a mistake (it would be scored one character per segment)."""
+    if isinstance(texts, (str, bytes)):
+        raise TypeError(f"{name}: expected a sequence of segments (one str each), got a single "
+                        f"{type(texts).__name__}; wrap it in a list")
+
+
+def _segments(name: str, texts: Iterable[str]) -> list[str]:
+    _not_one_text(name, texts)
+    return list(texts)
+
+
+def _sides(hypotheses: Iterable[str], references: Iterable[str]) -> tuple[Iterable[str], Iterable[str]]:
+    _not_one_text(TEXT_KEYS[0], hypotheses)
+    _not_one_text(TEXT_KEYS[1], references)
+    return hypotheses, references
 
 
 def _chunks(hypotheses: Iterable[str], references: Iterable[str]) -> Iterator[tuple[list[str], list[str]]]:
@@ -125,6 +151,7 @@ def _chunks(hypotheses: Iterable[str], references: Iterable[str]) -> Iterator[tu
         for key, texts in zip(TEXT_KEYS, chunk):
             check_strings(key, texts, offset)
             check_encodable(key, texts, offset)
+            check_length(key, texts, offset)
         yield chunk
         offset += len(chunk[0])
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from array import array
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, TypeVar
 
 from .tokens import words
@@ -66,9 +66,9 @@ def count(
 
 def pairwise(
     hypotheses: Sequence[str], references: Sequence[str], char_order: int, word_order: int, include_whitespace: bool
-) -> list[list[tuple[tuple[int, int, int], ...]]]:
-    """Every hypothesis against every reference: each pair's per-order counts, as ``count`` gives them for the
-    pair alone, each text's n-grams counted once."""
+) -> Iterator[list[tuple[tuple[int, int, int], ...]]]:
+    """Every hypothesis against every reference, a row at a time: each pair's per-order counts, as ``count`` gives
+    them for the pair alone, each text's n-grams counted once (memory: the references' n-grams and one row)."""
 
     def profile(text: str) -> list[tuple[int, Counter[Any]]]:
         characters = text if include_whitespace else "".join(text.split())
@@ -77,6 +77,6 @@ def pairwise(
                 for units, orders in ((characters, char_order), (tokens, word_order)) for n in range(1, orders + 1)]
 
     columns = [profile(reference) for reference in references]
-    return [[tuple((hyp_total, ref_total, sum((hyp_grams & ref_grams).values()))
-                   for (hyp_total, hyp_grams), (ref_total, ref_grams) in zip(row, column))
-             for column in columns] for row in map(profile, hypotheses)]
+    for row in map(profile, hypotheses):
+        yield [tuple((hyp_total, ref_total, sum((hyp_grams & ref_grams).values()))
+                     for (hyp_total, hyp_grams), (ref_total, ref_grams) in zip(row, column)) for column in columns]

@@ -26,6 +26,9 @@ from .contract import (
 )
 from .errors import LONE_SURROGATE, InvalidInputError, shown
 
+# Code points of one text, and of all texts of one pairwise call together: the native kernel's 32-bit indices.
+MAX_TEXT_LENGTH = 2**28 - 1
+
 
 def decode_request(data: bytes | str, source: str = "body") -> Any:
     """A request as sent (bytes, or text already decoded): not empty, UTF-8, then JSON as :func:`loads_request`
@@ -166,6 +169,14 @@ def check_strings(key: str, texts: Sequence[Any], offset: int = 0) -> None:
     for index, text in enumerate(texts, offset):
         if not isinstance(text, str):
             raise InvalidInputError(key, f"must be a string, got {_describe(text)}", index=index)
+
+
+def check_length(key: str, texts: Sequence[str], offset: int = 0) -> None:
+    """No text holds more than MAX_TEXT_LENGTH code points (what both kernels count; the service's texts are far
+    shorter)."""
+    for index, text in enumerate(texts, offset):
+        if len(text) > MAX_TEXT_LENGTH:
+            raise InvalidInputError(key, f"at most {MAX_TEXT_LENGTH} code points, got {len(text)}", index=index)
 
 
 def check_encodable(key: str, texts: Sequence[str], offset: int = 0) -> None:

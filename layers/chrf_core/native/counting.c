@@ -1,0 +1,587 @@
+/*
+ * Counting one segment: per order, hypothesis n-grams, reference n-grams and clipped matches (no Python here).
+ *
+ * Time is linear in the text, and no input within the contract's limits costs much more than a typical one. Units
+ * (code points, or word tokens interned by content: a hash, then an exact comparison) first become dense ranks.
+ * While alphabet^n is small, an n-gram is exactly a base-alphabet number and its order is counted with a histogram
+ * (small alphabets, whose classes stay large). From there every position gets a class id per order, from the pair
+ * (its class at the order below, its next unit): a per-class memo of the first continuation, else a direct table
+ * while classes * alphabet fit in it, else an open-addressing table of integer pairs compared exactly. Only the
+ * shorter side's positions create classes; the other side's only look theirs up (an n-gram the shorter side lacks
+ * cannot match), so every per-class array holds at most the shorter side's positions. Matches are the sum over
+ * classes of min(count on one side, count on the other). A position whose class occurs on one side only cannot
+ * match at any higher order and is dropped; a class with one position on each side is settled by comparing what
+ * follows; a class whose members all continue alike to the top order is settled at once. Hashes are seeded per
+ * process (hash_seed), so an attacker cannot build inputs that collide in the tables.
+ */
+#include "kernel.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define SETTLED 0xFFFFFFFEu  /* memo_unit of a class whose members all continue alike to the top order */
+#define ALIKE 0xFFFFFFFDu    /* while looking ahead: every member seen so far continues like the first */
+#define BRANCHES 0xFFFFFFFCu /* while looking ahead: some member continues differently or runs out */
+#define LOOK_AHEAD_FROM 1024 /* positions: fewer than this, looking ahead cannot save much */
+#define POLL_MASK 0xFFFFFu   /* positions between two polls for an interruption */
+
+uint64_t hash_seed = 0x243F6A8885A308D3ull;
+
+static inline uint64_t mix64(uint64_t x) {
+    x ^= hash_seed;
+    x ^= x >> 33;
+    x *= 0xFF51AFD7ED558CCDull;
+    x ^= x >> 33;
+    x *= 0xC4CEB9FE1A85EC53ull;
+    x ^= x >> 33;
+    return x;
+}
+
+static inline int is_ascii_punctuation(uint32_t c) {
+    /* string.punctuation: !"#$%&'()*+,-./:;<=>?@[\]^_`{|}~ */
+    return (c >= 0x21 && c <= 0x2F) || (c >= 0x3A && c <= 0x40) || (c >= 0x5B && c <= 0x60) ||
+           (c >= 0x7B && c <= 0x7E);
+}
+
+static inline int poll(Work *work, size_t done) {
+    return ((done + 1) & POLL_MASK) == 0 && work->interrupted != NULL && work->interrupted();
+}
+
+static int grow(void **buffer, size_t *room, size_t count, size_t size) {
+    if (count <= *room) return 0;
+    void *bigger = realloc(*buffer, count * size);
+    if (bigger == NULL) return -1;
+    *buffer = bigger;
+    *room = count;
+    return 0;
+}
+
+/* A table of at least `count` slots, all stamps 0 (calloc: pages cost memory only once used). */
+static int grow_zeroed(void **table, size_t *room, size_t count, size_t size) {
+    if (count <= *room) return 0;
+    free(*table);
+    *room = 0;
+    if ((*table = calloc(count, size)) == NULL) return -1;
+    *room = count;
+    return 0;
+}
+
+/* Slots for `keys` keys at a load of at most 2/3 (linear probing stays short). */
+static inline size_t slots_for(size_t keys) { return keys + keys / 2 + 16; }
+
+int table_reserve(Work *work, size_t keys) {
+    return grow_zeroed((void **)&work->table, &work->table_room, slots_for(keys), sizeof(Slot));
+}
+
+void table_generation(Work *work, size_t keys) {
+    work->slots = (uint32_t)slots_for(keys);
+    if (++work->stamp == 0) { /* wrapped after 2^32 generations: clear every stamp once */
+        for (size_t i = 0; i < work->table_room; i++) work->table[i].stamp = 0;
+        work->stamp = 1;
+    }
+}
+
+static inline uint32_t slot_of(uint64_t hash, uint32_t slots) { return (uint32_t)(((hash >> 32) * slots) >> 32); }
+
+uint32_t intern_pair(Work *work, uint32_t first, uint32_t second, uint32_t *classes) {
+    uint32_t index = slot_of(mix64(((uint64_t)first << 32) | second), work->slots);
+    for (;;) {
+        Slot *slot = &work->table[index];
+        if (slot->stamp != work->stamp) {
+            *slot = (Slot){first, second, (*classes)++, work->stamp};
+            return slot->value;
+        }
+        if (slot->first == first && slot->second == second) return slot->value;
+        if (++index == work->slots) index = 0;
+    }
+}
+
+static uint32_t find_pair(const Work *work, uint32_t first, uint32_t second) {
+    uint32_t index = slot_of(mix64(((uint64_t)first << 32) | second), work->slots);
+    for (;;) {
+        const Slot *slot = &work->table[index];
+        if (slot->stamp != work->stamp) return NO_CLASS;
+        if (slot->first == first && slot->second == second) return slot->value;
+        if (++index == work->slots) index = 0;
+    }
+}
+
+int tokens_reserve(Work *work, size_t tokens) {
+    return grow_zeroed((void **)&work->tokens, &work->token_room, slots_for(tokens), sizeof(TokenSlot));
+}
+
+void tokens_generation(Work *work, const uint32_t *base, size_t tokens) {
+    work->token_base = base;
+    work->token_slots = (uint32_t)slots_for(tokens);
+    if (++work->token_stamp == 0) {
+        for (size_t i = 0; i < work->token_room; i++) work->tokens[i].stamp = 0;
+        work->token_stamp = 1;
+    }
+}
+
+static inline uint32_t intern_token(Work *work, const uint32_t *text, uint32_t length, uint32_t *tokens) {
+    uint64_t hash = (uint64_t)length * 0x9E3779B97F4A7C15ull;
+    for (uint32_t i = 0; i < length; i++) hash = (hash ^ text[i]) * 0x100000001B3ull + (hash >> 29);
+    hash = mix64(hash);
+    const uint32_t check = (uint32_t)hash;
+    uint32_t index = slot_of(hash, work->token_slots);
+    for (;;) {
+        TokenSlot *slot = &work->tokens[index];
+        if (slot->stamp != work->token_stamp) {
+            *slot = (TokenSlot){check, (uint32_t)(text - work->token_base), length, (*tokens)++, work->token_stamp};
+            return slot->value;
+        }
+        if (slot->hash == check && slot->length == length &&
+            memcmp(work->token_base + slot->offset, text, length * sizeof(uint32_t)) == 0)
+            return slot->value;
+        if (++index == work->token_slots) index = 0;
+    }
+}
+
+size_t tokenize(Work *work, const uint32_t *text, size_t length, uint32_t *ids, uint32_t *tokens) {
+    size_t count = 0, i = 0;
+    while (i < length) {
+        while (i < length && is_space(text[i])) i++;
+        if (i == length) break;
+        size_t start = i;
+        while (i < length && !is_space(text[i])) i++;
+        uint32_t size = (uint32_t)(i - start);
+        const uint32_t *word = text + start;
+        if (size > 1 && is_ascii_punctuation(word[size - 1])) {
+            ids[count++] = intern_token(work, word, size - 1, tokens);
+            ids[count++] = intern_token(work, word + size - 1, 1, tokens);
+        } else if (size > 1 && is_ascii_punctuation(word[0])) {
+            ids[count++] = intern_token(work, word, 1, tokens);
+            ids[count++] = intern_token(work, word + 1, size - 1, tokens);
+        } else {
+            ids[count++] = intern_token(work, word, size, tokens);
+        }
+    }
+    return count;
+}
+
+/* Word tokens of texts totalling `positions` code points: at most two per three code points, and at most one
+   distinct token per two code points besides the 32 punctuation marks. */
+static size_t tokens_bound(size_t positions) { return 2 * (positions + 2) / 3 + 1; }
+static size_t distinct_tokens_bound(size_t positions) { return (positions + 2) / 2 + 33; }
+
+int work_reserve(Work *work, size_t positions, size_t shorter, int words) {
+    size_t room = work->positions, tokens_room = work->tokens_room, classes = work->classes_room;
+    if (grow((void **)&work->raw, &room, positions + 1, sizeof(uint32_t)) < 0) return -1;
+    room = work->positions;
+    if (grow((void **)&work->cls, &room, positions + 1, sizeof(uint32_t)) < 0) return -1;
+    room = work->positions;
+    if (grow((void **)&work->alive, &room, positions + 1, sizeof(uint32_t)) < 0) return -1;
+    work->positions = room;
+    if (words && grow((void **)&work->units, &tokens_room, tokens_bound(positions), sizeof(uint32_t)) < 0) return -1;
+    work->tokens_room = tokens_room;
+    for (int k = 0; k < 2; k++) {
+        size_t info_room = work->classes_room, partner_room = work->classes_room;
+        if (grow((void **)&work->info[k], &info_room, shorter + 1, sizeof(ClassInfo)) < 0 ||
+            grow((void **)&work->partner[k], &partner_room, shorter + 1, sizeof(uint32_t)) < 0)
+            return -1;
+        classes = info_room;
+    }
+    work->classes_room = classes;
+    if (table_reserve(work, shorter) < 0 || (words && tokens_reserve(work, distinct_tokens_bound(positions)) < 0))
+        return -1;
+    if (work->direct == NULL && (work->direct = calloc(DIRECT_SLOTS, sizeof(DirectSlot))) == NULL) return -1;
+    for (int side = 0; side < 2; side++)
+        if (work->histogram[side] == NULL && (work->histogram[side] = calloc(DIRECT_SLOTS, sizeof(uint32_t))) == NULL)
+            return -1;
+    if (work->ranks == NULL && (work->ranks = calloc(CODE_POINTS, sizeof(DirectSlot))) == NULL) return -1;
+    return 0;
+}
+
+void work_release(Work *work) {
+    free(work->raw);
+    free(work->units);
+    free(work->cls);
+    free(work->alive);
+    for (int k = 0; k < 2; k++) {
+        free(work->info[k]);
+        free(work->partner[k]);
+    }
+    free(work->table);
+    free(work->tokens);
+    free(work->direct);
+    free(work->histogram[0]);
+    free(work->histogram[1]);
+    free(work->ranks);
+    int (*interrupted)(void) = work->interrupted;
+    memset(work, 0, sizeof *work);
+    work->interrupted = interrupted;
+}
+
+/* A fresh, empty direct table (its slots are valid only when stamped with the current stamp). */
+static void new_direct_generation(Work *work) {
+    if (++work->direct_stamp == 0) {
+        for (size_t i = 0; i < DIRECT_SLOTS; i++) work->direct[i].stamp = 0;
+        work->direct_stamp = 1;
+    }
+}
+
+/* A class of the next order with no occurrences yet. */
+static inline void clear_class(ClassInfo *next, uint32_t id) {
+    next[id].count[0] = next[id].count[1] = 0;
+    next[id].memo_unit = NO_CLASS;
+}
+
+/* A new class of the next order, with no occurrences yet. */
+static inline uint32_t new_class(ClassInfo *next, uint32_t *classes) {
+    uint32_t id = (*classes)++;
+    clear_class(next, id);
+    return id;
+}
+
+/*
+ * The class at the next order of an n-gram of class `c` followed by `unit`, new ids dense from *classes. Each class
+ * remembers the continuation of its first member, so the members that continue alike (a passage that repeats)
+ * touch no table; the others look the pair up in the direct table while classes * alphabet fits it, else in the
+ * hash table. Only the side counted first creates classes; `find` looks one up for the other side (NO_CLASS: the
+ * first side has no such n-gram).
+ */
+static inline uint32_t continuation(Work *work, int direct, uint32_t alphabet, ClassInfo *now, ClassInfo *next,
+                                    uint32_t c, uint32_t unit, uint32_t *classes, int find) {
+    if (now[c].memo_unit == unit) return now[c].memo_class;
+    if (now[c].memo_unit == NO_CLASS) {
+        if (find) return NO_CLASS;
+        now[c].memo_unit = unit;
+        return now[c].memo_class = new_class(next, classes);
+    }
+    if (direct) {
+        DirectSlot *slot = &work->direct[c * alphabet + unit];
+        if (slot->stamp != work->direct_stamp) {
+            if (find) return NO_CLASS;
+            slot->stamp = work->direct_stamp;
+            slot->value = new_class(next, classes);
+        }
+        return slot->value;
+    }
+    if (find) return find_pair(work, c, unit);
+    const uint32_t fresh = *classes, child = intern_pair(work, c, unit, classes);
+    if (child == fresh) clear_class(next, child);
+    return child;
+}
+
+/* One segment's sides during the passes. Side 0 is the one with fewer code points: its positions create the
+   classes, and its units were ranked first, so they are all below `first_units`. */
+typedef struct {
+    const uint32_t *units[2];
+    uint32_t *cls[2], *alive[2];
+    size_t lengths[2], alive_counts[2];
+    uint32_t first_units;
+} Sides;
+
+/*
+ * Look ahead from order n: a class whose members (on both sides) all continue with the same units up to the top
+ * order keeps exactly its members at every higher order, so it matches min(count, count) at each of them. Such
+ * classes are settled at once (their memo_unit becomes SETTLED, the others' NO_CLASS) instead of being carried
+ * through one pass per order: a passage that repeats costs one comparison of its positions. Returns how many
+ * positions were settled. Unique pairs are left to the pass, which settles them exactly.
+ */
+static size_t settle_alike(ClassInfo *info, uint32_t classes, const Sides *s, int n, int orders, int64_t *paired) {
+    const size_t width = (size_t)(orders - n);
+    for (int side = 0; side < 2; side++) {
+        for (size_t k = 0; k < s->alive_counts[side]; k++) {
+            uint32_t i = s->alive[side][k], c = s->cls[side][i];
+            if (!info[c].count[0] || !info[c].count[1] || (info[c].count[0] == 1 && info[c].count[1] == 1)) continue;
+            if (i + (size_t)orders > s->lengths[side]) {
+                info[c].memo_unit = BRANCHES;
+                continue;
+            }
+            if (side == 0 && info[c].memo_unit == NO_CLASS) { /* the first member on side 0 leads */
+                info[c].memo_unit = ALIKE;
+                info[c].memo_class = i;
+                continue;
+            }
+            if (info[c].memo_unit != ALIKE) continue;
+            const uint32_t *mine = s->units[side] + i + n, *first = s->units[0] + info[c].memo_class + n;
+            for (size_t d = 0; d < width; d++) {
+                if (mine[d] != first[d]) {
+                    info[c].memo_unit = BRANCHES;
+                    break;
+                }
+            }
+        }
+    }
+    size_t settled = 0;
+    for (uint32_t c = 0; c < classes; c++) {
+        if (info[c].memo_unit == ALIKE) {
+            uint32_t both = info[c].count[0] < info[c].count[1] ? info[c].count[0] : info[c].count[1];
+            paired[n + 1] += both;
+            paired[orders + 1] -= both;
+            settled += info[c].count[0] + info[c].count[1];
+            info[c].memo_unit = SETTLED;
+        } else {
+            info[c].memo_unit = NO_CLASS;
+        }
+    }
+    return settled;
+}
+
+/*
+ * Order 1 for an alphabet too large for the histograms: a unit's class is the unit itself. Side 0's units are all
+ * below s->first_units (ranked first), and a unit of side 1 at or above it cannot match. Returns 1, the start order.
+ */
+static int classes_of_units(Work *work, Sides *s, uint32_t *classes) {
+    ClassInfo *info = work->info[0];
+    const uint32_t distinct = s->first_units;
+    for (uint32_t c = 0; c < distinct; c++) {
+        info[c].count[0] = info[c].count[1] = 0;
+        info[c].memo_unit = NO_CLASS;
+    }
+    for (int side = 0; side < 2; side++)
+        for (size_t i = 0; i < s->lengths[side]; i++)
+            if (s->units[side][i] < distinct) info[s->units[side][i]].count[side]++;
+    for (int side = 0; side < 2; side++) {
+        size_t kept = 0;
+        for (size_t i = 0; i < s->lengths[side]; i++) {
+            const uint32_t unit = s->units[side][i];
+            if (unit >= distinct || !info[unit].count[!side]) continue;
+            s->cls[side][i] = unit;
+            s->alive[side][kept++] = (uint32_t)i;
+            if (side) work->partner[0][unit] = (uint32_t)i;
+        }
+        s->alive_counts[side] = kept;
+    }
+    *classes = distinct;
+    return 1;
+}
+
+/*
+ * Orders 1..start-1 of one segment, counted without classes: while alphabet^n is small, an n-gram is exactly the
+ * number whose base-`alphabet` digits are its units, so its occurrences are a histogram entry (left cleared). Small
+ * alphabets, whose classes stay large for many orders, then cost one sequential pass per low order. At the start
+ * order, the n-grams found on both sides become the classes the passes continue from (info and partner of buffer
+ * 0, the alive positions, *classes). Returns the start order, or 0 when nothing matches from some order on.
+ */
+static int count_by_code(Work *work, Sides *s, uint32_t alphabet, int orders, int64_t *out, uint32_t *classes) {
+    if (alphabet > DIRECT_SLOTS) return classes_of_units(work, s, classes);
+    const size_t total = s->lengths[0] + s->lengths[1];
+    const size_t limit = total < DIRECT_SLOTS ? total : DIRECT_SLOTS;
+    int start = 1;
+    for (uint64_t span = alphabet; start < orders && span * alphabet <= limit; span *= alphabet) start++;
+    uint32_t *const histogram_a = work->histogram[0], *const histogram_b = work->histogram[1];
+    size_t span = 1;
+    for (int n = 1; n <= start; n++) {
+        span *= alphabet;
+        if (s->lengths[0] < (size_t)n || s->lengths[1] < (size_t)n) return 0;
+        for (int side = 0; side < 2; side++) {
+            const uint32_t *unit = s->units[side] + n - 1;
+            uint32_t *codes = s->cls[side], *histogram = work->histogram[side];
+            const size_t positions = s->lengths[side] - (size_t)n + 1;
+            if (n == 1) {
+                for (size_t i = 0; i < positions; i++) histogram[codes[i] = unit[i]]++;
+            } else {
+                for (size_t i = 0; i < positions; i++) histogram[codes[i] = codes[i] * alphabet + unit[i]]++;
+            }
+        }
+        if (n == start) break;
+        int64_t matches = 0;
+        for (size_t c = 0; c < span; c++) matches += histogram_a[c] < histogram_b[c] ? histogram_a[c] : histogram_b[c];
+        memset(histogram_a, 0, span * sizeof(uint32_t));
+        memset(histogram_b, 0, span * sizeof(uint32_t));
+        out[3 * (n - 1) + 2] += matches;
+        if (matches == 0) return 0;
+    }
+    ClassInfo *info = work->info[0];
+    uint32_t shared = 0;
+    for (size_t c = 0; c < span; c++) {
+        if (histogram_a[c] && histogram_b[c]) {
+            info[shared].count[0] = histogram_a[c];
+            info[shared].count[1] = histogram_b[c];
+            info[shared].memo_unit = NO_CLASS;
+            histogram_a[c] = shared++; /* from here on: the code's class, or NO_CLASS */
+        } else {
+            histogram_a[c] = NO_CLASS;
+        }
+    }
+    for (int side = 0; side < 2; side++) {
+        const size_t positions = s->lengths[side] - (size_t)start + 1;
+        uint32_t *codes = s->cls[side], *alive = s->alive[side];
+        size_t kept = 0;
+        for (size_t i = 0; i < positions; i++) {
+            uint32_t id = histogram_a[codes[i]];
+            if (id == NO_CLASS) continue;
+            codes[i] = id;
+            alive[kept++] = (uint32_t)i;
+            if (side) work->partner[0][id] = (uint32_t)i;
+        }
+        s->alive_counts[side] = kept;
+    }
+    memset(histogram_a, 0, span * sizeof(uint32_t));
+    memset(histogram_b, 0, span * sizeof(uint32_t));
+    *classes = shared;
+    return shared ? start : 0;
+}
+
+/*
+ * Add the counts of orders 1..orders of one segment to out[3 * (n - 1) + {0, 1, 2}] (hypothesis n-grams, reference
+ * n-grams, clipped matches). s->units[0] and s->units[1] hold the two sides (side 0 the hypothesis unless `swap`)
+ * as dense ranks below `alphabet` (equal units, equal ranks on both sides), so that units are digits of a code and
+ * (class, unit) indexes the direct table.
+ *
+ * One pass per order over the positions that can still match: a position whose class occurs on one side only is
+ * dropped (it cannot match at any higher order), the others get their class at the next order, counted as they go.
+ * A class with exactly one position on each side is a unique pair: no other position can ever share its longer
+ * n-grams, so the pair matches at each higher order for as long as the two sequences continue alike. Such pairs are
+ * settled by comparing units directly and leave the pass, which keeps long, near-identical texts cheap. Returns 0,
+ * or -1 when interrupted.
+ */
+static int count_orders(Work *work, Sides s, int swap, uint32_t alphabet, int orders, int64_t *out) {
+    int64_t paired[MAX_ORDERS + 2] = {0}; /* difference array: matches of unique pairs per order */
+    const size_t length_h = s.lengths[swap], length_r = s.lengths[!swap];
+    for (int n = 1; n <= orders; n++) {
+        out[3 * (n - 1)] += length_h >= (size_t)n ? (int64_t)(length_h - n + 1) : 0;
+        out[3 * (n - 1) + 1] += length_r >= (size_t)n ? (int64_t)(length_r - n + 1) : 0;
+    }
+    if (length_h == 0 || length_r == 0) return 0;
+    if (length_h == length_r && memcmp(s.units[0], s.units[1], length_h * sizeof(uint32_t)) == 0) {
+        for (int n = 1; n <= orders && (size_t)n <= length_h; n++) out[3 * (n - 1) + 2] += (int64_t)(length_h - n + 1);
+        return 0;
+    }
+    s.cls[0] = work->cls;
+    s.cls[1] = work->cls + s.lengths[0];
+    s.alive[0] = work->alive;
+    s.alive[1] = work->alive + s.lengths[0];
+    uint32_t classes;
+    const int start = count_by_code(work, &s, alphabet, orders, out, &classes);
+    if (start == 0) return 0;
+    int now = 0;
+    size_t look_ahead_below = SIZE_MAX; /* after a look-ahead that settled little, wait until half the positions go */
+    uint32_t classes_before = 0;
+    const uint32_t *const units_a = s.units[0], *const units_b = s.units[1];
+    uint32_t *const cls_a = s.cls[0], *const cls_b = s.cls[1], *const alive_a = s.alive[0], *const alive_b = s.alive[1];
+    const size_t length_a = s.lengths[0], length_b = s.lengths[1];
+    for (int n = start;; n++) {
+        ClassInfo *info = work->info[now], *next = work->info[!now];
+        const uint32_t *partner = work->partner[now];
+        uint32_t *next_partner = work->partner[!now];
+        int64_t matches = 0;
+        for (uint32_t c = 0; c < classes; c++)
+            matches += info[c].count[0] < info[c].count[1] ? info[c].count[0] : info[c].count[1];
+        out[3 * (n - 1) + 2] += matches;
+        if (matches == 0 || n == orders) break;
+        const size_t alive_count = s.alive_counts[0] + s.alive_counts[1];
+        if (n >= 2 && n + 2 <= orders && alive_count >= LOOK_AHEAD_FROM && alive_count < look_ahead_below &&
+            8 * (size_t)classes <= 9 * (size_t)classes_before) { /* the last order hardly branched */
+            if (2 * settle_alike(info, classes, &s, n, orders, paired) < alive_count) look_ahead_below = alive_count / 2;
+        }
+        classes_before = classes;
+        const int direct = (uint64_t)classes * alphabet <= DIRECT_SLOTS;
+        if (direct)
+            new_direct_generation(work);
+        else
+            table_generation(work, s.alive_counts[0]);
+        uint32_t next_classes = 0;
+        size_t kept_a = 0, kept_b = 0;
+        for (size_t k = 0; k < s.alive_counts[0]; k++) {
+            if (poll(work, k)) return -1;
+            uint32_t i = alive_a[k], c = cls_a[i];
+            if (!info[c].count[1] || i + (size_t)n >= length_a || info[c].memo_unit == SETTLED) continue;
+            if (info[c].count[0] == 1 && info[c].count[1] == 1) {
+                size_t j = partner[c], same = 0;
+                while (n + (int)same < orders && i + n + same < length_a && j + n + same < length_b &&
+                       units_a[i + n + same] == units_b[j + n + same])
+                    same++;
+                paired[n + 1] += 1;
+                paired[n + 1 + same] -= 1;
+                continue;
+            }
+            uint32_t child = continuation(work, direct, alphabet, info, next, c, units_a[i + n], &next_classes, 0);
+            cls_a[i] = child;
+            next[child].count[0]++;
+            alive_a[kept_a++] = i;
+        }
+        for (size_t k = 0; k < s.alive_counts[1]; k++) {
+            if (poll(work, k)) return -1;
+            uint32_t j = alive_b[k], c = cls_b[j];
+            if (!info[c].count[0] || j + (size_t)n >= length_b || (info[c].count[0] == 1 && info[c].count[1] == 1) ||
+                info[c].memo_unit == SETTLED)
+                continue;
+            uint32_t child = continuation(work, direct, alphabet, info, next, c, units_b[j + n], &next_classes, 1);
+            if (child == NO_CLASS) continue;
+            cls_b[j] = child;
+            next[child].count[1]++;
+            next_partner[child] = j;
+            alive_b[kept_b++] = j;
+        }
+        s.alive_counts[0] = kept_a;
+        s.alive_counts[1] = kept_b;
+        classes = next_classes;
+        now = !now;
+        if (kept_a == 0 || kept_b == 0) break;
+    }
+    int64_t running = 0;
+    for (int m = 2; m <= orders; m++) {
+        running += paired[m];
+        out[3 * (m - 1) + 2] += running;
+    }
+    return 0;
+}
+
+/* Code points as dense ranks, in place, equal code points equal ranks (continuing the numbering from *ranks). */
+static void rank_code_points(Work *work, uint32_t *units, size_t length, uint32_t *ranks) {
+    for (size_t i = 0; i < length; i++) {
+        DirectSlot *slot = &work->ranks[units[i]];
+        if (slot->stamp != work->rank_stamp) {
+            slot->stamp = work->rank_stamp;
+            slot->value = (*ranks)++;
+        }
+        units[i] = slot->value;
+    }
+}
+
+static void new_rank_generation(Work *work) {
+    if (++work->rank_stamp == 0) {
+        for (size_t c = 0; c < CODE_POINTS; c++) work->ranks[c].stamp = 0;
+        work->rank_stamp = 1;
+    }
+}
+
+int count_segment(Work *work, size_t length_h, size_t length_r, int char_order, int word_order, int keep_whitespace,
+                  int64_t *out) {
+    uint32_t *raw = work->raw;
+    /* Side 0, whose units are numbered first and whose positions create the classes, has fewer code points. */
+    const int swap = length_r < length_h;
+    const size_t lengths[2] = {swap ? length_r : length_h, swap ? length_h : length_r};
+    const uint32_t *texts[2] = {swap ? raw + length_h : raw, swap ? raw : raw + length_h};
+    if (word_order) { /* first: the character orders then rewrite raw in place */
+        tokens_generation(work, raw, distinct_tokens_bound(length_h + length_r));
+        uint32_t tokens = 0;
+        Sides s;
+        memset(&s, 0, sizeof s);
+        s.lengths[0] = tokenize(work, texts[0], lengths[0], work->units, &tokens);
+        s.first_units = tokens;
+        s.lengths[1] = tokenize(work, texts[1], lengths[1], work->units + s.lengths[0], &tokens);
+        s.units[0] = work->units;
+        s.units[1] = work->units + s.lengths[0];
+        if (work->interrupted != NULL && length_h + length_r > POLL_MASK && work->interrupted()) return -1;
+        if (count_orders(work, s, swap, tokens, word_order, out + 3 * char_order) < 0) return -1;
+    }
+    if (!char_order) return 0;
+    size_t kept[2] = {length_h, length_r};
+    if (!keep_whitespace) { /* in place: both sides' characters, one after the other */
+        size_t at = 0;
+        for (size_t i = 0; i < length_h; i++)
+            if (!is_space(raw[i])) raw[at++] = raw[i];
+        kept[0] = at;
+        for (size_t i = length_h; i < length_h + length_r; i++)
+            if (!is_space(raw[i])) raw[at++] = raw[i];
+        kept[1] = at - kept[0];
+    }
+    Sides s;
+    memset(&s, 0, sizeof s);
+    s.units[swap] = raw;
+    s.units[!swap] = raw + kept[0];
+    s.lengths[swap] = kept[0];
+    s.lengths[!swap] = kept[1];
+    uint32_t alphabet = 0;
+    new_rank_generation(work);
+    rank_code_points(work, (uint32_t *)s.units[0], s.lengths[0], &alphabet);
+    s.first_units = alphabet;
+    rank_code_points(work, (uint32_t *)s.units[1], s.lengths[1], &alphabet);
+    if (work->interrupted != NULL && length_h + length_r > POLL_MASK && work->interrupted()) return -1;
+    return count_orders(work, s, swap, alphabet, char_order, out);
+}

@@ -1,0 +1,101 @@
+/*
+ * chrf_core._kernel: the per-order n-gram counts of chrF / chrF++ in C, and the pairwise scores of MBR decoding.
+ *
+ * C99, libc only. counting.c counts (no Python.h: texts come in as code points); pairwise.c scores every hypothesis
+ * against every reference; module.c is the CPython glue (Limited API 3.11, so one _kernel.abi3.so serves every
+ * Python from 3.11 on). Both count exactly what chrf_core's pure-Python kernel counts: code points, the contract's
+ * whitespace removal, chrF++.py word tokens, clipped matches, sums over segments.
+ */
+#ifndef CHRF_KERNEL_H
+#define CHRF_KERNEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define MAX_ORDERS 14
+#define NO_CLASS 0xFFFFFFFFu   /* no unit or class id reaches these values */
+#define MAX_LENGTH 0x0FFFFFFFu /* code points of one text (pairwise: of all texts): every index fits 32 bits */
+#define CODE_POINTS 0x110000u
+/* Direct-table slots (4 MB, touched only as far as used): (class, unit) pairs while classes * alphabet fits. */
+#define DIRECT_SLOTS (1u << 19)
+
+/* (first, second) -> value, valid while stamp is the table's; 16 bytes, no padding. */
+typedef struct {
+    uint32_t first, second, value, stamp;
+} Slot;
+
+/* A word token by content: where its code points are (an offset from the table's base), its id. */
+typedef struct {
+    uint32_t hash, offset, length, value, stamp;
+} TokenSlot;
+
+typedef struct {
+    uint32_t stamp, value;
+} DirectSlot;
+
+/* What one order keeps per class, side by side so that a position touches one cache line for its class. */
+typedef struct {
+    uint32_t count[2];   /* occurrences on the side counted first [0] and the other side [1] */
+    uint32_t memo_unit;  /* the unit its first continuing member continues with, or NO_CLASS */
+    uint32_t memo_class; /* the class of that continuation at the next order */
+} ClassInfo;
+
+/*
+ * Buffers reused across the segments of one call (and, up to KEEP_POSITIONS, across calls), grown to the largest
+ * segment. Per position (both sides of a segment, one after the other): its code point, its class, whether alive;
+ * per class (at most the shorter side's positions): ClassInfo and partner for two orders. About 62 bytes per code
+ * point at most, chrF++ included.
+ */
+typedef struct {
+    uint32_t *raw;      /* code points of both sides; characters are compacted in place for character orders */
+    uint32_t *units;    /* word token ids of both sides */
+    uint32_t *cls;      /* class id of the n-gram starting at each position */
+    uint32_t *alive;    /* positions that can still match */
+    ClassInfo *info[2]; /* [this order's, the next order's] */
+    uint32_t *partner[2];
+    size_t positions, tokens_room, classes_room; /* capacities */
+    Slot *table;
+    size_t table_room;
+    uint32_t slots, stamp;
+    TokenSlot *tokens;
+    size_t token_room;
+    uint32_t token_slots, token_stamp;
+    const uint32_t *token_base;
+    DirectSlot *direct;
+    uint32_t direct_stamp;
+    uint32_t *histogram[2]; /* per side: DIRECT_SLOTS occurrence counts indexed by n-gram code, kept cleared */
+    DirectSlot *ranks;      /* code point -> dense rank, CODE_POINTS slots touched only as far as used */
+    uint32_t rank_stamp;
+    int (*interrupted)(void); /* polled during long passes: nonzero stops the count (the caller reports why) */
+} Work;
+
+extern uint64_t hash_seed;
+
+static inline int is_space(uint32_t c) {
+    /* The contract's whitespace: U+0009-U+000D, U+001C-U+001F, U+0020, U+0085, U+00A0, U+1680,
+       U+2000-U+200A, U+2028, U+2029, U+202F, U+205F, U+3000 (exactly what Python's str.split() splits on). */
+    if (c <= 0x20) return c == 0x20 || (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x1F);
+    if (c < 0x85) return 0;
+    return c == 0x85 || c == 0xA0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200A) || c == 0x2028 ||
+           c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
+}
+
+/* The pair table, sized for `keys` distinct keys (0 or -1: no memory), and a fresh generation of it. */
+int table_reserve(Work *work, size_t keys);
+void table_generation(Work *work, size_t keys);
+uint32_t intern_pair(Work *work, uint32_t first, uint32_t second, uint32_t *classes);
+/* The token table for texts at `base` holding up to `tokens` distinct tokens, a fresh generation of it, and
+   chrF++.py's separate_punctuation over text[0..length) (text within base): token ids into ids, their number. */
+int tokens_reserve(Work *work, size_t tokens);
+void tokens_generation(Work *work, const uint32_t *base, size_t tokens);
+size_t tokenize(Work *work, const uint32_t *text, size_t length, uint32_t *ids, uint32_t *tokens);
+/* Room for a segment of `positions` code points on both sides, `shorter` on the shorter one, and (`words`) for its
+   word tokens. 0 or -1. */
+int work_reserve(Work *work, size_t positions, size_t shorter, int words);
+void work_release(Work *work);
+/* Add the counts of one segment (its sides' code points in work->raw: hypothesis then reference) to out:
+   out[3 * (n - 1) + {0, 1, 2}] for character orders, then word orders. 0, or -1 when interrupted. */
+int count_segment(Work *work, size_t length_h, size_t length_r, int char_order, int word_order, int keep_whitespace,
+                  int64_t *out);
+
+#endif

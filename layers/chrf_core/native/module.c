@@ -1,0 +1,305 @@
+/*
+ * The CPython module chrf_core._kernel: arguments in, texts copied out as code points, counts and scores back.
+ * CPython Limited API 3.11 (one _kernel.abi3.so for every Python from 3.11 on); the counting itself is in
+ * counting.c and pairwise.c, which know nothing of Python.
+ */
+#ifndef Py_LIMITED_API
+#define Py_LIMITED_API 0x030B0000
+#endif
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernel.h"
+#include "pairwise.h"
+
+#define POLL_POINTS (1u << 20)      /* code points counted between two looks for a pending signal */
+#define KEEP_POSITIONS (1u << 19)   /* buffers kept between calls up to this many positions, else given back */
+
+/* Kept between calls (the GIL serialises them), so repeated requests reuse warm memory instead of allocating and
+   clearing tables each time. */
+static Work shared_work;
+static int shared_work_busy = 0;
+
+/* Nonzero when a signal handler raised (Ctrl-C: KeyboardInterrupt), which then stays set. */
+static int signalled(void) { return PyErr_CheckSignals() < 0; }
+
+/* The code points of segment `index` of both sides into work->raw (hypothesis, then reference); their lengths.
+   -1 with an exception set. */
+static int load_pair(Work *work, PyObject *hypotheses, PyObject *references, Py_ssize_t index, int words,
+                     size_t lengths[2]) {
+    PyObject *sides[2] = {hypotheses, references};
+    const char *names[2] = {"hypotheses", "references"};
+    PyObject *texts[2] = {NULL, NULL};
+    Py_ssize_t sizes[2] = {0, 0};
+    int status = -1;
+    for (int side = 0; side < 2; side++) {
+        texts[side] = PySequence_GetItem(sides[side], index);
+        if (texts[side] == NULL) goto done;
+        if (!PyUnicode_Check(texts[side])) {
+            PyErr_Format(PyExc_TypeError, "%s[%zd] must be a str", names[side], index);
+            goto done;
+        }
+        sizes[side] = PyUnicode_GetLength(texts[side]);
+        if (sizes[side] < 0) goto done;
+        if ((size_t)sizes[side] > MAX_LENGTH) {
+            PyErr_Format(PyExc_ValueError, "%s[%zd] is too long for the native kernel", names[side], index);
+            goto done;
+        }
+    }
+    const size_t total = (size_t)sizes[0] + (size_t)sizes[1];
+    if (work_reserve(work, total, (size_t)(sizes[0] < sizes[1] ? sizes[0] : sizes[1]), words) < 0) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (int side = 0; side < 2; side++) {
+        Py_UCS4 *into = (Py_UCS4 *)work->raw + (side ? sizes[0] : 0);
+        if (sizes[side] > 0 && PyUnicode_AsUCS4(texts[side], into, sizes[side], 0) == NULL) goto done;
+        lengths[side] = (size_t)sizes[side];
+    }
+    status = 0;
+done:
+    Py_XDECREF(texts[0]);
+    Py_XDECREF(texts[1]);
+    return status;
+}
+
+PyDoc_STRVAR(count_doc,
+             "count(hypotheses, references, char_order, word_order, include_whitespace, per_segment)\n--\n\n"
+             "Per-order (hypothesis n-grams, reference n-grams, clipped matches), character orders first.\n"
+             "Texts must already be lowercased if the settings ask for it. Returns a tuple of (h, r, m) tuples\n"
+             "summed over segments, or with per_segment true, bytes of native int64 values: one row of\n"
+             "3 * (char_order + word_order) values per segment. Ctrl-C stops it within a second.");
+
+static PyObject *count(PyObject *module, PyObject *args) {
+    (void)module;
+    PyObject *hypotheses, *references;
+    int char_order, word_order, keep_whitespace, per_segment;
+    if (!PyArg_ParseTuple(args, "OOiipp:count", &hypotheses, &references, &char_order, &word_order, &keep_whitespace,
+                          &per_segment))
+        return NULL;
+    if (char_order < 0 || word_order < 0 || char_order + word_order > MAX_ORDERS) {
+        PyErr_SetString(PyExc_ValueError, "orders out of range");
+        return NULL;
+    }
+    Py_ssize_t segments = PySequence_Size(hypotheses);
+    if (segments < 0) return NULL;
+    Py_ssize_t reference_count = PySequence_Size(references);
+    if (reference_count < 0) return NULL;
+    if (reference_count != segments) {
+        PyErr_SetString(PyExc_ValueError, "hypotheses and references differ in length");
+        return NULL;
+    }
+    const int orders = char_order + word_order;
+    const size_t row = 3 * (size_t)orders;
+    PyObject *rows = NULL;
+    int64_t *rows_data = NULL;
+    if (per_segment) {
+        rows = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(row * (size_t)segments * sizeof(int64_t)));
+        if (rows == NULL) return NULL;
+        rows_data = (int64_t *)PyBytes_AsString(rows);
+        if (rows_data == NULL) {
+            Py_DECREF(rows);
+            return NULL;
+        }
+    }
+    int64_t totals[3 * MAX_ORDERS] = {0};
+    int64_t segment[3 * MAX_ORDERS];
+    /* A sequence whose __getitem__ runs Python code could call back in: then this call gets its own buffers. */
+    Work own_work;
+    memset(&own_work, 0, sizeof own_work);
+    int shared = !shared_work_busy;
+    Work *work = shared ? &shared_work : &own_work;
+    shared_work_busy |= shared;
+    work->interrupted = signalled;
+    int failed = 0;
+    size_t unpolled = 0;
+    for (Py_ssize_t index = 0; index < segments && !failed; index++) {
+        size_t lengths[2];
+        if (load_pair(work, hypotheses, references, index, word_order > 0, lengths) < 0) {
+            failed = 1;
+            break;
+        }
+        if ((unpolled += lengths[0] + lengths[1] + 1) >= POLL_POINTS) {
+            unpolled = 0;
+            if (signalled()) {
+                failed = 1;
+                break;
+            }
+        }
+        memset(segment, 0, row * sizeof(int64_t));
+        if (count_segment(work, lengths[0], lengths[1], char_order, word_order, keep_whitespace, segment) < 0) {
+            failed = 1;
+            break;
+        }
+        if (per_segment) {
+            memcpy(rows_data + row * (size_t)index, segment, row * sizeof(int64_t));
+        } else {
+            for (size_t k = 0; k < row; k++) totals[k] += segment[k];
+        }
+    }
+    if (shared) {
+        shared_work_busy = 0;
+        if (work->positions > KEEP_POSITIONS) work_release(work);
+    } else {
+        work_release(work);
+    }
+    if (failed) {
+        Py_XDECREF(rows);
+        return NULL;
+    }
+    if (per_segment) return rows;
+    PyObject *result = PyTuple_New(orders);
+    if (result == NULL) return NULL;
+    for (int n = 0; n < orders; n++) {
+        PyObject *triple = Py_BuildValue("(LLL)", (long long)totals[3 * n], (long long)totals[3 * n + 1],
+                                         (long long)totals[3 * n + 2]);
+        if (triple == NULL) {
+            Py_DECREF(result);
+            return NULL;
+        }
+        PyTuple_SetItem(result, n, triple);
+    }
+    return result;
+}
+
+/* Every text's code points, one after another (hypotheses, then references). -1 with an exception set. */
+static int load_texts(PyObject *sides[2], Py_ssize_t counts[2], uint32_t **points, size_t **start) {
+    const size_t texts = (size_t)counts[0] + (size_t)counts[1];
+    *start = calloc(texts + 1, sizeof(size_t));
+    if (*start == NULL) return PyErr_NoMemory(), -1;
+    size_t total = 0;
+    for (size_t t = 0; t < texts; t++) {
+        int side = t >= (size_t)counts[0];
+        Py_ssize_t index = side ? (Py_ssize_t)t - counts[0] : (Py_ssize_t)t;
+        PyObject *text = PySequence_GetItem(sides[side], index);
+        if (text == NULL) return -1;
+        Py_ssize_t length = PyUnicode_Check(text) ? PyUnicode_GetLength(text) : -1;
+        Py_DECREF(text);
+        if (length < 0) {
+            if (!PyErr_Occurred())
+                PyErr_Format(PyExc_TypeError, "%s[%zd] must be a str", side ? "references" : "hypotheses", index);
+            return -1;
+        }
+        total += (size_t)length;
+        if (total > MAX_LENGTH) {
+            PyErr_SetString(PyExc_ValueError, "the texts are too long together for the native kernel");
+            return -1;
+        }
+        (*start)[t + 1] = total;
+    }
+    *points = malloc((total ? total : 1) * sizeof(uint32_t));
+    if (*points == NULL) return PyErr_NoMemory(), -1;
+    for (size_t t = 0; t < texts; t++) {
+        int side = t >= (size_t)counts[0];
+        PyObject *text = PySequence_GetItem(sides[side], side ? (Py_ssize_t)t - counts[0] : (Py_ssize_t)t);
+        if (text == NULL) return -1;
+        size_t length = (*start)[t + 1] - (*start)[t];
+        int failed = !PyUnicode_Check(text) || (Py_ssize_t)length != PyUnicode_GetLength(text) ||
+                     (length && PyUnicode_AsUCS4(text, (Py_UCS4 *)*points + (*start)[t], (Py_ssize_t)length, 0) == NULL);
+        Py_DECREF(text);
+        if (failed) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "a text changed while being read");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* While pairwise runs without the GIL: take it back for a moment to see whether Ctrl-C was pressed. */
+static int pause_for_signals(void *context) {
+    PyThreadState **state = context;
+    PyEval_RestoreThread(*state);
+    int stop = PyErr_CheckSignals() < 0;
+    *state = PyEval_SaveThread();
+    return stop;
+}
+
+PyDoc_STRVAR(pairwise_doc,
+             "pairwise(hypotheses, references, char_order, word_order, include_whitespace, beta, per_order_f,\n"
+             "         tolerance_bits, out)\n--\n\n"
+             "Every hypothesis against every reference into out, a writable C-contiguous buffer of\n"
+             "len(hypotheses) x len(references) native doubles (row-major), each the score rounded to the nearest\n"
+             "double. Returns the list of the flat indices whose rounding could not be decided within\n"
+             "2^-tolerance_bits of the value, to be computed exactly. Texts must already be lowercased if the\n"
+             "settings ask for it. Runs without the GIL; Ctrl-C stops it within a row.");
+
+static PyObject *pairwise(PyObject *module, PyObject *args) {
+    (void)module;
+    PyObject *sides[2], *out;
+    int char_order, word_order, keep_whitespace, beta, per_order_f, tolerance_bits;
+    if (!PyArg_ParseTuple(args, "OOiipipiO:pairwise", &sides[0], &sides[1], &char_order, &word_order,
+                          &keep_whitespace, &beta, &per_order_f, &tolerance_bits, &out))
+        return NULL;
+    if (char_order < 0 || word_order < 0 || char_order + word_order > MAX_ORDERS || char_order + word_order == 0 ||
+        beta < 1 || beta > 1000 || tolerance_bits < 1 || tolerance_bits > 100) {
+        PyErr_SetString(PyExc_ValueError, "settings out of range");
+        return NULL;
+    }
+    Py_ssize_t counts[2];
+    for (int side = 0; side < 2; side++)
+        if ((counts[side] = PySequence_Size(sides[side])) < 0) return NULL;
+    const size_t rows = (size_t)counts[0], columns = (size_t)counts[1];
+    if (columns >= UINT32_MAX || (columns && rows > ((size_t)PY_SSIZE_T_MAX / sizeof(double)) / columns)) {
+        PyErr_SetString(PyExc_ValueError, "too many texts");
+        return NULL;
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(out, &view, PyBUF_CONTIG) < 0) return NULL;
+    PyObject *result = NULL;
+    uint32_t *points = NULL;
+    size_t *start = NULL;
+    Flagged flagged = {NULL, 0, 0};
+    if ((size_t)view.len != rows * columns * sizeof(double)) {
+        PyErr_SetString(PyExc_ValueError, "out must hold len(hypotheses) * len(references) doubles");
+        goto done;
+    }
+    if (load_texts(sides, counts, &points, &start) < 0) goto done;
+    Scoring scoring = {char_order, word_order, keep_whitespace, per_order_f, (double)beta * beta, 1.0};
+    for (int k = 0; k < tolerance_bits; k++) scoring.tolerance /= 2;
+    Texts texts = {points, start, rows, columns};
+    PyThreadState *state = PyEval_SaveThread();
+    int status = pairwise_scores(&texts, &scoring, (double *)view.buf, &flagged, pause_for_signals, &state);
+    PyEval_RestoreThread(state);
+    if (status == 1) goto done; /* the signal handler's exception is set */
+    if (status < 0) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    result = PyList_New((Py_ssize_t)flagged.count);
+    for (size_t k = 0; result != NULL && k < flagged.count; k++) {
+        PyObject *index = PyLong_FromSize_t(flagged.indices[k]);
+        if (index == NULL) Py_CLEAR(result);
+        else PyList_SetItem(result, (Py_ssize_t)k, index);
+    }
+done:
+    free(flagged.indices);
+    free(points);
+    free(start);
+    PyBuffer_Release(&view);
+    return result;
+}
+
+PyDoc_STRVAR(set_seed_doc, "set_seed(seed)\n--\n\nSeed the hash tables (once per process, from os.urandom).");
+
+static PyObject *set_seed(PyObject *module, PyObject *seed) {
+    (void)module;
+    unsigned long long value = PyLong_AsUnsignedLongLongMask(seed);
+    if (value == (unsigned long long)-1 && PyErr_Occurred()) return NULL;
+    hash_seed = (uint64_t)value;
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"count", count, METH_VARARGS, count_doc},
+    {"pairwise", pairwise, METH_VARARGS, pairwise_doc},
+    {"set_seed", set_seed, METH_O, set_seed_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module_definition = {
+    PyModuleDef_HEAD_INIT, "_kernel", "Native n-gram counting for chrf_core.", -1, methods, NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__kernel(void) { return PyModule_Create(&module_definition); }

@@ -1,0 +1,160 @@
+"""The Python API under what careless callers pass and what large inputs cost: a str where a list of segments
+belongs, matrices too large for memory, texts past the kernels' one length limit, memory per code point, Ctrl-C
+during a long count."""
+
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import chrf_core
+import pytest
+from chrf_core import MAX_TEXT_LENGTH, InvalidInputError, counting
+from support import ROOT
+from test_kernels import kernels
+
+PATHS = [str(ROOT / "layers" / "chrf_core"), str(ROOT / "tests")]
+
+
+@pytest.fixture(params=kernels())
+def kernel(request, monkeypatch):
+    monkeypatch.setattr(counting, "KERNEL", request.param)
+    return request.param
+
+
+def run_python(script, *, native=True, timeout=300):
+    """A script in a fresh interpreter with the layer on its path (its output, error output, return code)."""
+    environment = {"PYTHONPATH": ":".join(PATHS), "CHRF_CORE_NATIVE": "1" if native else "0"}
+    process = subprocess.run([sys.executable, "-c", textwrap.dedent(script)], capture_output=True, text=True,
+                             env=environment, timeout=timeout)
+    return process.stdout, process.stderr, process.returncode
+
+
+CALLS = {
+    "corpus_report": lambda h, r: chrf_core.corpus_report(h, r),
+    "corpus_counts": lambda h, r: chrf_core.corpus_counts(h, r),
+    "segment_scores": lambda h, r: chrf_core.segment_scores(h, r),
+    "segment_reports": lambda h, r: chrf_core.segment_reports(h, r),
+    "pairwise": lambda h, r: chrf_core.pairwise(h, r),
+}
+
+
+@pytest.mark.parametrize("call", CALLS)
+def test_a_single_str_where_segments_belong_is_a_type_error_naming_the_argument(kernel, call):
+    with pytest.raises(TypeError, match=r"^hypotheses: expected a sequence of segments"):
+        CALLS[call]("abc", ["abd"])
+    with pytest.raises(TypeError, match=r"^references: expected a sequence of segments"):
+        CALLS[call](["abc"], "abd")
+    assert chrf_core.corpus_report(("abc",), iter(["abd"])).segment_count == 1  # any other iterable is fine
+
+
+def test_a_text_past_the_length_limit_is_invalid_input_for_both_kernels(kernel):
+    long = "a" * (MAX_TEXT_LENGTH + 1)
+    with pytest.raises(InvalidInputError, match=rf"^references\[1\]: at most {MAX_TEXT_LENGTH} code points"):
+        chrf_core.corpus_report(["a", "b"], ["a", long])
+    with pytest.raises(InvalidInputError, match=rf"^texts: at most {MAX_TEXT_LENGTH} code points in all texts"):
+        chrf_core.pairwise(["a" * (MAX_TEXT_LENGTH // 2 + 1)], ["a" * (MAX_TEXT_LENGTH // 2 + 1)])
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_a_matrix_too_large_for_memory_is_one_clean_memory_error(native):
+    out, err, code = run_python("""
+        import resource
+        resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+        import chrf_core
+        texts = ["the cat sat"] * 100_000
+        try:
+            chrf_core.pairwise(texts, texts)
+        except MemoryError:
+            print("MemoryError")
+        """, native=native)
+    assert (out, code) == ("MemoryError\n", 0) and "SystemError" not in err and "Traceback" not in err, err
+
+
+def test_the_python_kernels_pairwise_holds_one_row_not_the_whole_matrix_of_counts():
+    out, err, code = run_python("""
+        import resource, chrf_core
+        from payloads import real_pairs
+        texts = [f"{text} {k}" for k in range(5) for pair in real_pairs() for text in pair]
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        matrix = chrf_core.pairwise(texts, texts)
+        print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) // 1024, matrix.shape)
+        """, native=False)
+    grown, shape = out.split(" ", 1)
+    assert code == 0 and shape.strip() == "(400, 400)", err
+    assert int(grown) < 40, f"{grown} MB more"  # 160,000 pairs x 6 orders of count tuples held at once: ~100 MB
+
+
+def test_native_counting_holds_under_64_bytes_per_code_point():
+    out, err, code = run_python("""
+        import random, resource, chrf_core
+        from payloads import real_pairs
+        assert chrf_core.KERNEL == "native", chrf_core.KERNEL_ERROR
+        random.seed(7)
+        words = " ".join(text for pair in real_pairs() for text in pair).split()
+        def text(size):
+            chosen, length = [], 0
+            while length < size:
+                chosen.append(random.choice(words))
+                length += len(chosen[-1]) + 1
+            return " ".join(chosen)[:size]
+        points = 8_000_000
+        hypothesis, reference = text(points // 2), text(points // 2)
+        virtual = int(open("/proc/self/status").read().split("VmSize:")[1].split()[0]) * 1024
+        budget = 64 * points
+        resource.setrlimit(resource.RLIMIT_AS, (virtual + budget, virtual + budget))
+        for settings in ({}, {"word_order": 2}, {"char_order": 10, "word_order": 4}):
+            counts = chrf_core.corpus_counts([hypothesis], [reference], **settings)
+        print("counted", counts.orders[0][0])
+        """, timeout=600)
+    assert code == 0 and out.startswith("counted 3"), err[-2000:]
+
+
+def test_ctrl_c_stops_a_long_native_count_within_a_second():
+    script = """
+        import signal; signal.signal(signal.SIGINT, signal.default_int_handler)
+        import random, chrf_core
+        assert chrf_core.KERNEL == "native"
+        random.seed(3)
+        text = "".join(random.choice("abcdefgh ") for _ in range(12_000_000))
+        other = text[:6_000_000] + "x" + text[6_000_001:]
+        print("started", flush=True)
+        chrf_core.corpus_counts([text], [other], char_order=10, word_order=4)
+        print("finished", flush=True)
+        """
+    process = subprocess.Popen([sys.executable, "-c", textwrap.dedent(script)], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, env={"PYTHONPATH": ":".join(PATHS)})
+    try:
+        assert process.stdout.readline() == "started\n", process.stderr.read()
+        started = time.monotonic()
+        time.sleep(1.0)
+        process.send_signal(signal.SIGINT)
+        interrupted = time.monotonic()
+        out, err = process.communicate(timeout=120)
+        stopped_after = time.monotonic() - interrupted
+        finished_by = time.monotonic() - started
+    finally:
+        process.kill()
+    assert "finished" not in out and err.rstrip().endswith("KeyboardInterrupt"), (out, err[-500:], finished_by)
+    assert stopped_after < 1, stopped_after
+
+
+def test_texts_with_more_distinct_units_than_the_kernels_histograms_hold_are_counted_alike():
+    if "native" not in chrf_core.KERNELS:
+        pytest.skip("the native kernel is not built")
+    import random
+
+    rng = random.Random(11)
+    points = [chr(0x10000 + k) for k in range(600_000)]  # more distinct code points than 2^19
+    rng.shuffle(points)
+    characters = "".join(points)
+    words = " ".join(f"w{k}" for k in range(600_000))  # more distinct word tokens than 2^19
+    for hypothesis, reference, char_order, word_order in [
+            (characters, characters[1000:] + characters[:1000], 6, 0),
+            (characters[::2], characters, 4, 0),
+            (words, words.replace("w12 ", "x12 "), 0, 2),
+            (words[: len(words) // 3], words, 2, 3)]:
+        native = chrf_core.KERNELS["native"]([hypothesis], [reference], char_order, word_order, False, False)
+        python = chrf_core.KERNELS["python"]([hypothesis], [reference], char_order, word_order, False, False)
+        assert native == python
