@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import NoReturn
@@ -52,6 +53,18 @@ def write_output(target: str, text: str) -> None:
     except OSError as error:
         raise CommandError(f"--html {target}: cannot write ({error.strerror or error})") from None
     print(f"wrote {target}", file=sys.stderr)
+
+
+def same_file_key(name: str) -> object:
+    """What names one file however it is reached (a hard or symbolic link, another relative path): its device and
+    inode when it exists, else the name itself."""
+    if name == "-":
+        return name
+    try:
+        found = os.stat(name)
+    except OSError:
+        return os.path.abspath(name)
+    return (found.st_dev, found.st_ino)
 
 
 def open_inputs(*pairs: tuple[str, str]) -> list[LineFile]:

@@ -32,6 +32,7 @@ class SystemResult(TypedDict):
     ci: list[float]
     delta: float | None
     p_value: float | None
+MAX_RESAMPLES = 100_000  # bootstrap resamples or randomization trials (sacreBLEU's defaults: 1,000 and 10,000)
 BLOCK_ELEMENTS = 1 << 21  # resample cells drawn at a time (a multiple of 32: see _swap_rows)
 
 Blocks = list[np.ndarray]  # a system's per-segment counts: int32 blocks of rows, in line order, never joined

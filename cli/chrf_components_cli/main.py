@@ -10,13 +10,15 @@
     chrf-components pipeline run HYP REF --stack STACK_NAME [settings] [--json]
 
 Exit codes: 0 done; 1 invalid input (a 400 or InvalidInputError) or a failed pipeline execution; 2 a problem
-with the command itself (usage, files, settings), always one line on stderr; 3 the deployed service or AWS
-could not be reached or failed; 130 interrupted.
+with the command itself (usage, files, settings, output that cannot be written), always one line on stderr; 3 the
+deployed service or AWS could not be reached or failed; 130 interrupted.
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
+import os
 import sys
 from collections.abc import Sequence
 
@@ -131,6 +133,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     prog = f"chrf-components {args.command}"
     try:
         code: int = args.run(args)
+        sys.stdout.flush()  # a full disk shows here at the latest, not at interpreter exit
         return code
     except CommandError as error:
         print(f"{prog}: error: {error}", file=sys.stderr)
@@ -141,8 +144,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
+        _discard_standard_output()
         sys.stderr.close()  # the reader went away (| head): nothing more to say
         return 0
+    except OSError as error:
+        if error.errno not in OUTPUT_ERRORS:
+            raise
+        _discard_standard_output()
+        print(f"{prog}: error: cannot write the output ({error.strerror})", file=sys.stderr)
+        return EXIT_USAGE
+
+
+# What writing to standard output or a file can fail with: a full disk or quota, a file too large, a device error.
+OUTPUT_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO}
+
+
+def _discard_standard_output() -> None:
+    """Whatever is still buffered for standard output goes nowhere, so the interpreter's last flush cannot fail."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass
 
 
 if __name__ == "__main__":

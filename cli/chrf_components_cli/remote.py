@@ -20,9 +20,10 @@ from urllib.parse import urlsplit
 import chrf_core
 
 from . import text
-from .lines import LineFile, aligned_chunks, plural
+from .lines import InputError, LineFile, aligned_chunks, plural
 
 TIMEOUT = 60
+CONNECT_TIMEOUT, READ_TIMEOUT, ATTEMPTS = 10, 60, 3  # AWS calls: seconds to connect, seconds per answer, tries
 POLL_SECONDS = 2.0
 OUTPUT_KEYS = ("CorpusBucketName", "CorpusPipelineArn")
 
@@ -35,6 +36,15 @@ def _session() -> Any:
     import boto3
 
     return boto3.session.Session()
+
+
+def _client(session: Any, service: str) -> Any:
+    """A client that gives up on an endpoint that does not answer: CONNECT_TIMEOUT to connect, READ_TIMEOUT for each
+    answer, ATTEMPTS tries in all."""
+    from botocore.config import Config
+
+    return session.client(service, config=Config(connect_timeout=CONNECT_TIMEOUT, read_timeout=READ_TIMEOUT,
+                                                 retries={"mode": "standard", "max_attempts": ATTEMPTS}))
 
 
 def _aws_problem(error: Exception) -> RemoteError:
@@ -91,7 +101,7 @@ def post_signed(url: str, body: bytes) -> tuple[int, str]:
 def invoke_function(name: str, body: bytes) -> tuple[dict[str, Any], bool]:
     """Invoke the function directly with ``body`` as the payload: its output, and whether it raised."""
     try:
-        client = _session().client("lambda")
+        client = _client(_session(), "lambda")
         response = client.invoke(FunctionName=name, Payload=body)
         payload = json.loads(response["Payload"].read() or b"null")
     except Exception as error:
@@ -124,7 +134,7 @@ def write_jsonl(files: list[LineFile], target: Any) -> int:
             segments += 1
             size = chrf_core.utf8_size(hypothesis) + chrf_core.utf8_size(reference)
             if size > chrf_core.MAX_TEXT_BYTES:
-                raise RemoteError(f"line {segments}: its texts take {size} UTF-8 bytes, more than the "
+                raise InputError(f"line {segments}: its texts take {size} UTF-8 bytes, more than the "
                                   f"{chrf_core.MAX_TEXT_BYTES} a pipeline batch allows")
             line = json.dumps(dict(zip(chrf_core.ITEM_KEYS, (hypothesis, reference))), ensure_ascii=False)
             target.write(line.encode("utf-8") + b"\n")
@@ -157,21 +167,22 @@ def failure_line(described: dict[str, Any]) -> str:
 
 def run_pipeline(stack: str, files: list[LineFile], settings: chrf_core.Settings, as_json: bool = False,
                  poll_seconds: float | None = None) -> int:
-    """Upload two line-aligned files as JSON Lines, run the stack's corpus pipeline, print its report."""
-    session = _session()
-    try:
-        cloudformation, s3 = session.client("cloudformation"), session.client("s3")
-        stepfunctions = session.client("stepfunctions")
-    except Exception as error:
-        raise _aws_problem(error) from None
-    outputs, parameters = stack_outputs(cloudformation, stack)
-    bucket, machine = outputs["CorpusBucketName"], outputs["CorpusPipelineArn"]
-    run = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + uuid.uuid4().hex[:8]
-    input_key = f"{parameters.get('InputPrefix') or 'inputs/'}{run}.jsonl"
-    report_key = f"{parameters.get('ReportPrefix') or 'reports/'}{run}.json"
+    """Upload two line-aligned files as JSON Lines, run the stack's corpus pipeline, print its report. The files are
+    read and checked in full before AWS is called at all."""
     with tempfile.TemporaryFile() as jsonl:
         segments = write_jsonl(files, jsonl)
         jsonl.seek(0)
+        session = _session()
+        try:
+            cloudformation, s3 = _client(session, "cloudformation"), _client(session, "s3")
+            stepfunctions = _client(session, "stepfunctions")
+        except Exception as error:
+            raise _aws_problem(error) from None
+        outputs, parameters = stack_outputs(cloudformation, stack)
+        bucket, machine = outputs["CorpusBucketName"], outputs["CorpusPipelineArn"]
+        run = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + uuid.uuid4().hex[:8]
+        input_key = f"{parameters.get('InputPrefix') or 'inputs/'}{run}.jsonl"
+        report_key = f"{parameters.get('ReportPrefix') or 'reports/'}{run}.json"
         try:
             s3.upload_fileobj(jsonl, bucket, input_key)
         except Exception as error:

@@ -9,7 +9,7 @@ import sys
 
 import chrf_core
 
-from .common import CommandError, open_inputs, settings_from, write_output
+from .common import CommandError, open_inputs, same_file_key, settings_from, write_output
 from .lines import aligned_chunks
 
 
@@ -89,10 +89,12 @@ def command_compare(args: argparse.Namespace) -> int:
     settings = settings_from(args)
     if args.html == "-" and args.json:
         raise CommandError("--html - and --json both write to standard output; choose one")
-    if args.bootstrap < 1 or args.randomization < 0:
-        raise CommandError("--bootstrap must be at least 1 and --randomization at least 0")
+    if not 1 <= args.bootstrap <= compare.MAX_RESAMPLES or not 0 <= args.randomization <= compare.MAX_RESAMPLES:
+        raise CommandError(f"--bootstrap must be from 1 and --randomization from 0, both to {compare.MAX_RESAMPLES}")
+    if args.seed < 0:
+        raise CommandError(f"--seed must be 0 or more, got {args.seed}")
     names = [args.baseline, *args.systems]
-    if len(set(names)) != len(names):
+    if len(set(map(same_file_key, names))) != len(names):
         raise CommandError("BASELINE and SYSTEM files must be different files")
     files = open_inputs(*[(name, "SYSTEM" if index else "BASELINE") for index, name in enumerate(names)],
                         (args.ref_file, "REF"))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from fractions import Fraction
 from typing import Any
@@ -12,6 +13,7 @@ from .lines import plural
 
 BAR_WIDTH = 20
 ANSI_UNMATCHED, ANSI_RESET = "\x1b[31m", "\x1b[0m"
+UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
 def value(fraction: Fraction | None) -> float | None:
@@ -212,11 +214,18 @@ def marked_tokens(hypothesis: str, reference: str, lowercase: bool) -> tuple[Mar
     return mark(tokens_h, keys_h, keys_r), mark(tokens_r, keys_r, keys_h)
 
 
+def visible(text: str) -> str:
+    """Text from input files as a terminal may show it: control characters (C0, DEL, C1) and the bidirectional
+    overrides and isolates, which could hide or reorder what is shown, written as escapes (``\x1b``, ``\u202e``)."""
+    return UNSAFE.sub(lambda match: match.group().encode("unicode_escape").decode("ascii"), text)
+
+
 def marked_text(tokens: Marked, colour: bool) -> str:
     """Tokens joined by spaces, unmatched ones in red on a terminal, else in [brackets]."""
     if colour:
-        return " ".join(token if matched else f"{ANSI_UNMATCHED}{token}{ANSI_RESET}" for token, matched in tokens)
-    return " ".join(token if matched else f"[{token}]" for token, matched in tokens)
+        return " ".join(visible(token) if matched else f"{ANSI_UNMATCHED}{visible(token)}{ANSI_RESET}"
+                        for token, matched in tokens)
+    return " ".join(visible(token) if matched else f"[{visible(token)}]" for token, matched in tokens)
 
 
 def worst_segments(worst: list[Any], segments: int, settings: chrf_core.Settings, colour: bool) -> str:
@@ -233,17 +242,18 @@ def worst_segments(worst: list[Any], segments: int, settings: chrf_core.Settings
 
 def compare_table(systems: list[Any], baseline: chrf_core.Report, method: str) -> str:
     """Each system (compare.SystemResult) with its score, interval, difference from the baseline and p-value."""
-    name_width = max(12, *(len(system["name"]) for system in systems))
+    names = [visible(system["name"]) for system in systems]
+    name_width = max(12, *map(len, names))
     lines = [f"{metric_name(baseline.settings)} of {plural(len(systems) - 1, 'system')} against the baseline "
              f"({plural(baseline.segment_count, 'segment')}; {method})",
              f"signature: {signature(baseline.settings)}", "",
              f"  {'system':<{name_width}}  {'score':>10}  {'95% CI':^19}  {'Δ':>9}  {'p-value':>8}"]
-    for system in systems:
+    for name, system in zip(names, systems):
         low, high = system["ci"]
         delta = "" if system["p_value"] is None else f"{system['delta']:+9.4f}"
         p_text = "" if system["p_value"] is None else f"{system['p_value']:8.4f}"
         mark = " *" if system["p_value"] is not None and system["p_value"] < 0.05 else ""
-        lines.append(f"  {system['name']:<{name_width}}  {system['score']:>10.6f}  [{low:7.3f}, {high:7.3f}]"
+        lines.append(f"  {name:<{name_width}}  {system['score']:>10.6f}  [{low:7.3f}, {high:7.3f}]"
                      f"  {delta:>9}  {p_text:>8}{mark}")
     lines += ["", "  * p < 0.05: unlikely to be a chance difference from the baseline"]
     return "\n".join(lines)

@@ -17,6 +17,7 @@ Nothing is written unless every check passes:
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, NamedTuple
 
 import chrf_core
@@ -43,9 +44,30 @@ def execution_settings(event: dict[str, Any]) -> chrf_core.Settings:
         raise InvalidInputError.of(error) from None
 
 
+BUCKET = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")  # S3's bucket naming rules
+MAP_RUN_ARN = re.compile(r"arn:aws[a-z-]*:states:[a-z0-9-]+:\d{12}:mapRun:[A-Za-z0-9_.:/-]{1,1900}")
+
+
+def s3_object(bucket: Any, key: Any) -> str | None:
+    """Why (bucket, key) cannot name an S3 object, if they cannot: a bucket outside S3's naming rules, a key that is
+    empty, over 1024 UTF-8 bytes or not encodable (a lone surrogate)."""
+    if not isinstance(bucket, str) or not BUCKET.fullmatch(bucket):
+        return "bucket must be an S3 bucket name (3 to 63 lower-case letters, digits, dots and hyphens)"
+    if not isinstance(key, str) or not key:
+        return "key must be a non-empty string"
+    try:
+        size = len(key.encode("utf-8"))
+    except UnicodeEncodeError:
+        return "key must be valid Unicode text (no lone surrogate)"
+    return f"key must be at most 1024 UTF-8 bytes, got {size}" if size > 1024 else None
+
+
 def location(value: Any, name: str) -> tuple[str, str]:
-    if not isinstance(value, dict) or not isinstance(value.get("bucket"), str) or not isinstance(value.get("key"), str):
+    if not isinstance(value, dict):
         raise InvalidInputError(name, "must be an object with string bucket and key")
+    problem = s3_object(value.get("bucket"), value.get("key"))
+    if problem:
+        raise InvalidInputError(name, problem)
     return value["bucket"], value["key"]
 
 
@@ -155,9 +177,7 @@ def read_json(s3: Any, bucket: str, key: str, what: str) -> Any:
 
 def result_writer_outputs(s3: Any, details: Any) -> list[tuple[str, Any]]:
     """(source, batch output) of every child execution ResultWriter recorded, each file read once."""
-    if not isinstance(details, dict) or not isinstance(details.get("Bucket"), str) or not isinstance(
-        details.get("Key"), str
-    ):
+    if not isinstance(details, dict) or s3_object(details.get("Bucket"), details.get("Key")):
         raise InconsistentResultsError("map_result.ResultWriterDetails must name the manifest's Bucket and Key")
     manifest = read_json(s3, details["Bucket"], details["Key"], "the manifest")
     files = manifest.get("ResultFiles") if isinstance(manifest, dict) else None
@@ -168,6 +188,8 @@ def result_writer_outputs(s3: Any, details: Any) -> list[tuple[str, Any]]:
             raise InconsistentResultsError(f"the Map run has {unfinished} results ({len(files[unfinished])} file(s))")
     bucket = manifest.get("DestinationBucket") or details["Bucket"]
     keys = [entry.get("Key") if isinstance(entry, dict) else None for entry in files.get("SUCCEEDED", [])]
+    if s3_object(bucket, "manifest") or any(s3_object(bucket, key) for key in keys if isinstance(key, str)):
+        raise InconsistentResultsError("the manifest names a result file that cannot be an S3 object")
     outputs: list[tuple[str, Any]] = []
     seen: set[str] = set()
     for key in keys:
@@ -195,6 +217,8 @@ def lines_read(map_run_arn: Any) -> int | None:
     """How many items (lines) the Map run read, as Step Functions counted them (DescribeMapRun)."""
     if map_run_arn is None:
         return None
+    if not isinstance(map_run_arn, str) or not MAP_RUN_ARN.fullmatch(map_run_arn):
+        raise InconsistentResultsError("map_result.MapRunArn must be a Step Functions Map Run ARN")
     import boto3
 
     counts = boto3.client("stepfunctions").describe_map_run(mapRunArn=map_run_arn).get("itemCounts")

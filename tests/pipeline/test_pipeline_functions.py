@@ -358,3 +358,39 @@ def test_a_batchs_unknown_setting_key_is_not_logged_but_a_known_field_is(pipelin
         logged = [json.loads(line) for line in captured_logs.getvalue().splitlines() if '"invalid batch"' in line]
         assert logged[-1]["field"] == named
     assert "CONFIDENTIAL" not in captured_logs.getvalue()
+
+
+@pytest.mark.parametrize(("output", "problem"), [
+    ({"bucket": "corpus", "key": "reports/\ud800.json"}, "no lone surrogate"),
+    ({"bucket": "corpus", "key": "k" * 1025}, "at most 1024 UTF-8 bytes"),
+    ({"bucket": "corpus", "key": ""}, "non-empty"),
+    ({"bucket": "Not_A_Bucket", "key": "reports/x.json"}, "S3 bucket name"),
+    ({"bucket": "\ud800bad", "key": "reports/x.json"}, "S3 bucket name"),
+    ({"bucket": 5, "key": "reports/x.json"}, "S3 bucket name"),
+    ("s3://corpus/x", "must be an object"),
+])
+def test_the_merge_refuses_an_output_location_s3_cannot_hold_as_invalid_input(pipeline_handlers, output, problem):
+    _, merge = pipeline_handlers
+    event = {"input": {"bucket": "corpus", "key": "inputs/x.jsonl"}, "settings": {}, "output": output,
+             "map_result": []}
+    with pytest.raises(Exception) as caught:
+        merge(event, local_lambda.LambdaContext())
+    assert type(caught.value).__name__ == "InvalidInputError" and caught.value.field == "output"
+    assert problem in caught.value.message
+    json.dumps({"errorMessage": str(caught.value)}, ensure_ascii=False).encode("utf-8")  # deliverable
+
+
+@pytest.mark.parametrize("map_result", [
+    {"MapRunArn": None, "ResultWriterDetails": {"Bucket": "corpus", "Key": "map-results/\udfff/manifest.json"}},
+    {"MapRunArn": "arn:aws:states:us-east-1:123456789012:mapRun:\ud800", "ResultWriterDetails": {
+        "Bucket": "corpus", "Key": "map-results/manifest.json"}},
+])
+def test_the_merge_refuses_map_results_that_cannot_name_s3_objects_or_a_map_run(s3, pipeline_handlers, map_result):
+    _, merge = pipeline_handlers
+    s3.put_object(Bucket="corpus", Key="map-results/manifest.json",
+                  Body=json.dumps({"DestinationBucket": "corpus", "ResultFiles": {"SUCCEEDED": []}}))
+    event = {"input": {"bucket": "corpus", "key": "inputs/x.jsonl"}, "settings": {},
+             "output": {"bucket": "corpus", "key": "reports/x.json"}, "map_result": map_result}
+    with pytest.raises(Exception) as caught:
+        merge(event, local_lambda.LambdaContext())
+    assert type(caught.value).__name__ == "InconsistentResultsError"

@@ -1,0 +1,135 @@
+"""The command line under careless and hostile use: output to a full disk, out-of-range resampling settings, input
+files holding terminal control characters, the same file under two names, and a deployed stack that never
+answers. Each is one line on stderr with the documented exit code, or output a terminal shows safely."""
+
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+from support import ROOT
+
+from chrf_components_cli import remote
+from chrf_components_cli.main import main
+
+DATA = ROOT / "tests" / "data" / "popovic"
+HYP_EN, REF_EN = DATA / "example.hyp.en", DATA / "example.ref.en"
+CONSOLE_SCRIPT = os.path.join(os.path.dirname(sys.executable), "chrf-components")
+
+
+def run(capsys, *argv):
+    code = main([str(arg) for arg in argv])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def one_line_error(code, err, expected_code=2):
+    return code == expected_code and err.count("\n") == 1 and "Traceback" not in err
+
+
+@pytest.mark.parametrize("argv", [
+    ["score", HYP_EN, REF_EN],
+    ["score", HYP_EN, REF_EN, "--json"],
+    ["score", HYP_EN, REF_EN, "--html", "-"],
+    ["segments", HYP_EN, REF_EN],
+    ["segments", HYP_EN, REF_EN, "--json"],
+    ["segments", HYP_EN, REF_EN, "--worst", "2"],
+    ["compare", REF_EN, HYP_EN, REF_EN, "--bootstrap", "10"],
+], ids=lambda argv: " ".join(str(arg) for arg in argv if arg not in (HYP_EN, REF_EN)))
+def test_output_to_a_full_disk_is_one_line_on_stderr_and_exit_2(argv):
+    with open("/dev/full", "w") as full:
+        completed = subprocess.run([CONSOLE_SCRIPT, *map(str, argv)], stdout=full, stderr=subprocess.PIPE,
+                                   text=True, timeout=120, check=False)
+    assert one_line_error(completed.returncode, completed.stderr), completed.stderr
+    assert "cannot write the output (No space left on device)" in completed.stderr
+
+
+@pytest.mark.parametrize(("flags", "message"), [
+    (["--seed", "-1"], "--seed must be 0 or more, got -1"),
+    (["--bootstrap", "100000000"], "both to 100000"),
+    (["--randomization", "100000000"], "both to 100000"),
+    (["--bootstrap", "0"], "both to 100000"),
+    (["--randomization", "-3"], "both to 100000"),
+])
+def test_resampling_settings_out_of_range_are_refused_before_any_work(capsys, flags, message):
+    started = time.monotonic()
+    code, out, err = run(capsys, "compare", REF_EN, HYP_EN, REF_EN, *flags)
+    assert one_line_error(code, err) and message in err and out == "", err
+    assert time.monotonic() - started < 5
+
+
+def test_the_worst_segments_show_control_characters_from_the_files_escaped(capsys, tmp_path):
+    hypotheses = tmp_path / "hyp.txt"
+    references = tmp_path / "ref.txt"
+    hypotheses.write_text("the \x1b[2Jcat sat\x00 here\nfine line\n", encoding="utf-8")
+    references.write_text("the cat \u202esat there\x07\nfine line\n", encoding="utf-8")
+    code, out, err = run(capsys, "segments", hypotheses, references, "--worst", "1")
+    assert code == 0, err
+    assert all(control not in out for control in "\x1b\x00\x07\u202e")
+    assert "\\x1b[2Jcat" in out and "sat\\x00" in out and "\\u202esat" in out and "there\\x07" in out
+
+
+@pytest.mark.parametrize("link", ["hard", "symbolic", "relative"])
+def test_compare_refuses_the_same_file_under_another_name(capsys, tmp_path, monkeypatch, link):
+    baseline = tmp_path / "baseline.txt"
+    baseline.write_bytes(HYP_EN.read_bytes())
+    other = tmp_path / "system.txt"
+    if link == "hard":
+        os.link(baseline, other)
+    elif link == "symbolic":
+        other.symlink_to(baseline)
+    else:
+        monkeypatch.chdir(tmp_path)
+        other = "./sub/../baseline.txt"
+        (tmp_path / "sub").mkdir()
+    code, _, err = run(capsys, "compare", REF_EN, baseline, other)
+    assert one_line_error(code, err) and "BASELINE and SYSTEM files must be different files" in err
+
+
+@pytest.fixture
+def silent_endpoint(monkeypatch):
+    """A loopback port that accepts connections and never answers, as the AWS endpoint, with fake credentials; the
+    AWS calls' timeouts shortened. Yields the connections it accepted."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    accepted = []
+
+    def accept():
+        while True:
+            try:
+                accepted.append(listener.accept()[0])
+            except OSError:
+                return
+
+    threading.Thread(target=accept, daemon=True).start()
+    environment = {"AWS_ENDPOINT_URL": f"http://127.0.0.1:{listener.getsockname()[1]}", "AWS_ACCESS_KEY_ID": "x",
+                   "AWS_SECRET_ACCESS_KEY": "x", "AWS_DEFAULT_REGION": "us-east-1"}
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setattr(remote, "CONNECT_TIMEOUT", 1)
+    monkeypatch.setattr(remote, "READ_TIMEOUT", 1)
+    monkeypatch.setattr(remote, "ATTEMPTS", 2)
+    yield accepted
+    listener.close()
+    for connection in accepted:
+        connection.close()
+
+
+def test_pipeline_run_checks_its_files_before_any_aws_call(capsys, tmp_path, silent_endpoint):
+    short = tmp_path / "short.txt"
+    short.write_text("one line\n", encoding="utf-8")
+    started = time.monotonic()
+    code, _, err = run(capsys, "pipeline", "run", HYP_EN, short, "--stack", "s")
+    assert one_line_error(code, err) and "files must be line-aligned" in err
+    assert time.monotonic() - started < 2 and silent_endpoint == []
+
+
+def test_pipeline_run_gives_up_on_an_endpoint_that_never_answers(capsys, silent_endpoint):
+    started = time.monotonic()
+    code, _, err = run(capsys, "pipeline", "run", HYP_EN, REF_EN, "--stack", "s")
+    assert one_line_error(code, err, 3), err
+    assert time.monotonic() - started < 15 and silent_endpoint
