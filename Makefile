@@ -93,9 +93,12 @@ dist: setup-dev setup-sam
 	@for wheel in $(DIST)/*.whl; do $(BIN)/auditwheel show $$wheel | tr '\n' ' ' | sed 's/  */ /g'; echo; done
 	@sha256sum $(DIST)/*
 
-# What the tests install the distributions with, offline: NumPy, and setuptools to build the sdist.
+# What the tests install the distributions with, offline: NumPy (for this Python and the arm64 Python 3.13 under
+# qemu), and setuptools to build the sdist.
 wheelhouse: setup
 	$(BIN)/pip download -q --only-binary=:all: -d $(WHEELHOUSE) numpy==2.4.6 setuptools==80.9.0
+	$(BIN)/pip download -q --only-binary=:all: --platform manylinux_2_28_aarch64 --python-version 3.13 \
+		--implementation cp -d $(WHEELHOUSE) numpy==2.4.6
 
 # Everything, under both counting kernels: the suite with the native kernel (which must load), then the layer,
 # handler and pipeline tests again with the pure-Python kernel.

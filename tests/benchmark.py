@@ -80,7 +80,7 @@ def quiet_handler():  # type: ignore[no-untyped-def]
 
 
 def handler_table(invoke, rounds: int) -> None:  # type: ignore[no-untyped-def]
-    kernels = sorted(chrf_core.KERNELS, reverse=True)  # python, then native if built
+    kernels = sorted(chrf_core.counting.KERNELS, reverse=True)  # python, then native if built
     print("1. The handler (direct invoke) against sacreBLEU corpus_score, near-limit requests\n")
     header = f"{'data':<14}{'config':<9}{'sacreBLEU':>11}" + "".join(f"{k:>11}{'speed-up':>10}" for k in kernels)
     print(header + "\n" + "-" * len(header))
@@ -101,7 +101,7 @@ def handler_table(invoke, rounds: int) -> None:  # type: ignore[no-untyped-def]
 
 
 def worst_case_table(invoke, rounds: int) -> None:  # type: ignore[no-untyped-def]
-    kernels = sorted(chrf_core.KERNELS, reverse=True)
+    kernels = sorted(chrf_core.counting.KERNELS, reverse=True)
     print("\n2. The most expensive valid requests, against a typical real-MT request at the same settings\n")
     header = f"{'request':<66}" + "".join(f"{k:>11}{'vs typ.':>9}" for k in kernels)
     print(header + "\n" + "-" * len(header))
@@ -283,10 +283,11 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="fewer rounds, smaller command-line corpora")
     args = parser.parse_args()
     rounds = 3 if args.quick else 9
-    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores; kernels: {', '.join(sorted(chrf_core.KERNELS))};"
+    kernels = ", ".join(sorted(chrf_core.counting.KERNELS))
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores; kernels: {kernels};"
           f" best of {rounds} interleaved rounds\n")
-    if "native" not in chrf_core.KERNELS:
-        print(f"(native kernel not loaded: {chrf_core.KERNEL_ERROR}; run make setup)\n")
+    if "native" not in chrf_core.counting.KERNELS:
+        print(f"(native kernel not loaded: {chrf_core.counting.KERNEL_ERROR}; run make setup)\n")
     invoke = quiet_handler()
     handler_table(invoke, rounds)
     worst_case_table(invoke, rounds)

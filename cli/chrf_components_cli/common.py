@@ -9,11 +9,12 @@ from pathlib import Path
 from typing import NoReturn
 
 import chrf_core
+from chrf_core.contract import SETTING_KEYS
 
 from .lines import LineFile
 
 EXIT_INVALID, EXIT_USAGE, EXIT_REMOTE = 1, 2, 3
-FLAGS = {key: "--" + key.replace("_", "-") for key in chrf_core.SETTING_KEYS}
+FLAGS = {key: "--" + key.replace("_", "-") for key in SETTING_KEYS}
 
 
 class CommandError(Exception):
@@ -32,11 +33,10 @@ class Parser(argparse.ArgumentParser):
         raise SystemExit(EXIT_USAGE)
 
 
-def settings_from(args: argparse.Namespace) -> chrf_core.Settings:
+def settings_from(args: argparse.Namespace) -> chrf_core.CHRF:
     """The scoring settings from the flags; a broken rule names the flag the user typed."""
-    request = {key: getattr(args, key) for key in chrf_core.SETTING_KEYS}
     try:
-        return chrf_core.parse_settings(request)
+        return chrf_core.CHRF.of(vars(args))
     except chrf_core.InvalidInputError as error:
         if error.field == "word_order" and "both be 0" in error.detail:
             raise CommandError("--char-order and --word-order cannot both be 0") from None

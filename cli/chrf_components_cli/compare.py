@@ -19,6 +19,8 @@ from typing import TypedDict
 
 import chrf_core
 import numpy as np
+from chrf_core.counting import Counts
+from chrf_core.report import float_scores, report_of, score_text
 
 DEFAULT_SEED = 12345
 
@@ -38,39 +40,9 @@ BLOCK_ELEMENTS = 1 << 21  # resample cells drawn at a time (a multiple of 32: se
 Blocks = list[np.ndarray]  # a system's per-segment counts: int32 blocks of rows, in line order, never joined
 
 
-def corpus_scores(settings: chrf_core.Settings, stats: np.ndarray) -> np.ndarray:
-    """Scores (0..100) of many count vectors at once: ``stats`` has shape (samples, 3 * orders)."""
-    hyp, ref, match = stats[:, 0::3], stats[:, 1::3], stats[:, 2::3]
-    beta_squared = settings.beta**2
-    with np.errstate(divide="ignore", invalid="ignore"):
-        if settings.averaging == "per_order_f":
-            f_scores = np.where((hyp > 0) & (ref > 0), (1 + beta_squared) * match / (beta_squared * ref + hyp), 0.0)
-            mean: np.ndarray = 100 * f_scores.mean(axis=1)
-            return mean
-        effective = (hyp > 0) & (ref > 0)
-        count = effective.sum(axis=1)
-        precision = np.where(effective, match / np.where(hyp > 0, hyp, 1), 0.0).sum(axis=1) / np.maximum(count, 1)
-        recall = np.where(effective, match / np.where(ref > 0, ref, 1), 0.0).sum(axis=1) / np.maximum(count, 1)
-        denominator = beta_squared * precision + recall
-        score = np.where(denominator > 0, 100 * (1 + beta_squared) * precision * recall / np.where(
-            denominator > 0, denominator, 1), 0.0)
-    result: np.ndarray = np.asarray(score)
-    return result
-
-
-def score_texts(settings: chrf_core.Settings, rows: np.ndarray) -> list[str]:
-    """Each row's score as the contract writes it (six decimals, ties to even, from the exact fraction), for many
-    rows at once. Computed in floating point, whose error is far below a millionth of a point, and written from it
-    wherever that cannot round differently from the exact fraction; a row within 1e-4 of a millionth's tie is
-    scored exactly instead."""
-    values = corpus_scores(settings, rows.astype(np.float64))
-    scaled = values * 1_000_000
-    texts = [f"{value:.6f}" for value in values.tolist()]
-    for index in np.flatnonzero(np.abs(scaled - np.floor(scaled) - 0.5) < 1e-4).tolist():
-        row = rows[index].tolist()
-        orders = [(row[k], row[k + 1], row[k + 2]) for k in range(0, len(row), 3)]
-        texts[index] = chrf_core.score_text(chrf_core.exact_score(settings, orders))
-    return texts
+def corpus_scores(settings: chrf_core.CHRF, stats: np.ndarray) -> np.ndarray:
+    """Scores (0..100) of many summed count vectors at once: ``stats`` has shape (samples, 3 * orders)."""
+    return float_scores(settings, stats.reshape(len(stats), -1, 3))
 
 
 def weighted_totals(weights: np.ndarray, blocks: Blocks) -> np.ndarray:
@@ -85,7 +57,7 @@ def weighted_totals(weights: np.ndarray, blocks: Blocks) -> np.ndarray:
     return totals
 
 
-def bootstrap_scores(settings: chrf_core.Settings, systems: list[Blocks], samples: int,
+def bootstrap_scores(settings: chrf_core.CHRF, systems: list[Blocks], samples: int,
                      seed: int) -> list[np.ndarray]:
     """Each system's scores on the same ``samples`` bootstrap resamples of its segments.
 
@@ -128,7 +100,7 @@ def totals(blocks: Blocks) -> np.ndarray:
     return np.asarray(np.sum([block.sum(axis=0, dtype=np.int64) for block in blocks], axis=0, dtype=np.int64))
 
 
-def randomization_differences(settings: chrf_core.Settings, baseline: Blocks, system: Blocks,
+def randomization_differences(settings: chrf_core.CHRF, baseline: Blocks, system: Blocks,
                               trials: int, seed: int) -> np.ndarray:
     """|score(A) - score(B)| over ``trials`` shuffles that swap the two systems' outputs per segment, with
     sacreBLEU's draws (``--paired-ar``): A takes the baseline's segment where the draw is true."""
@@ -159,22 +131,18 @@ def interval(scores: np.ndarray) -> tuple[float, float]:
     return float(ordered[lower]), float(ordered[len(ordered) - lower - 1])
 
 
-def compare(settings: chrf_core.Settings, names: list[str], rows: list[Blocks], bootstrap: int,
+def compare(settings: chrf_core.CHRF, names: list[str], rows: list[Blocks], bootstrap: int,
             randomization: int, seed: int) -> tuple[list[chrf_core.Report], list[SystemResult]]:
     """Reports (exact corpus scores) and results (score, interval, delta, p-value) of each system, the baseline
     first. ``rows`` are per-segment count rows, (segments, 3 * orders) int32 blocks, one list per system."""
-    reports = []
-    for blocks in rows:
-        summed = totals(blocks)
-        orders = tuple((int(summed[k]), int(summed[k + 1]), int(summed[k + 2])) for k in range(0, len(summed), 3))
-        segments = sum(block.shape[0] for block in blocks)
-        reports.append(chrf_core.report_of(chrf_core.Counts(settings, segments, orders)))
-    exact = [float(report.score) for report in reports]
+    reports = [report_of(Counts.of_array(settings, sum(block.shape[0] for block in blocks), totals(blocks)))
+               for blocks in rows]
+    exact = [report.score for report in reports]
     resampled = bootstrap_scores(settings, rows, bootstrap, seed)
     results: list[SystemResult] = []
     for index, (name, report) in enumerate(zip(names, reports)):
         low, high = interval(resampled[index])
-        result: SystemResult = {"name": name, "score": float(chrf_core.score_text(report.score)),
+        result: SystemResult = {"name": name, "score": float(score_text(report.exact)),
                                 "ci": [round(low, 6), round(high, 6)],
                                 "delta": None, "p_value": None}
         if index:

@@ -16,6 +16,8 @@ from operator import eq, gt, or_
 from typing import TextIO
 
 import chrf_core
+from chrf_core.counting import Counts, count_segments, merge_counts, segment_counts
+from chrf_core.report import exact_score
 
 from .lines import LineFile, aligned_chunks, progress_size
 
@@ -45,16 +47,10 @@ class Segment:
 
 @dataclass
 class CorpusResult:
-    counts: chrf_core.Counts
+    counts: Counts
     facts: Facts
     histogram: list[int] | None = None
     worst: list[Segment] = field(default_factory=list)
-
-
-def segment_orders(rows: memoryview, index: int, width: int) -> list[tuple[int, int, int]]:
-    """One segment's (hypothesis, reference, matching) per order from the kernel's per-segment rows."""
-    base = index * width
-    return [(rows[k], rows[k + 1], rows[k + 2]) for k in range(base, base + width, 3)]
 
 
 class WorstSegments:
@@ -79,15 +75,14 @@ class WorstSegments:
 def score_files(
     hypothesis_file: LineFile,
     reference_file: LineFile,
-    settings: chrf_core.Settings,
+    settings: chrf_core.CHRF,
     per_segment: bool = False,
     worst: int = 0,
     progress: Callable[[int], None] | None = None,
 ) -> CorpusResult:
     """Corpus counts of two line-aligned files; with ``per_segment``, a histogram of segment scores and the
     ``worst`` lowest-scoring segments too."""
-    width = 3 * (settings.char_order + settings.word_order)
-    totals = [0] * width
+    parts: list[Counts] = []
     facts = Facts()
     histogram = [0] * HISTOGRAM_BINS
     lowest = WorstSegments(worst)
@@ -95,25 +90,19 @@ def score_files(
         first = facts.segments + 1
         _observe(facts, hypotheses, references, settings.word_order > 0)
         if per_segment:
-            rows = chrf_core.segment_rows(hypotheses, references, settings)
-            for index in range(len(hypotheses)):
-                orders = segment_orders(rows, index, width)
-                for k, (hyp, ref, match) in enumerate(orders):
-                    totals[3 * k] += hyp
-                    totals[3 * k + 1] += ref
-                    totals[3 * k + 2] += match
-                score = chrf_core.exact_score(settings, orders)
+            counts = segment_counts(hypotheses, references, settings)
+            parts.append(Counts.of_array(settings, len(hypotheses), counts.sum(axis=0)))
+            for index, orders in enumerate(counts.tolist()):
+                score = exact_score(settings, orders)
                 histogram[min(HISTOGRAM_BINS - 1, int(score * HISTOGRAM_BINS / 100))] += 1
                 lowest.offer(score, first + index, hypotheses[index], references[index])
         else:
-            for k, triple in enumerate(chrf_core.count_segments(hypotheses, references, settings).orders):
-                for j in range(3):
-                    totals[3 * k + j] += triple[j]
+            parts.append(count_segments(hypotheses, references, settings))
         if progress:
             progress(facts.segments)
-    summed = tuple((totals[k], totals[k + 1], totals[k + 2]) for k in range(0, width, 3))
-    return CorpusResult(chrf_core.Counts(settings, facts.segments, summed), facts,
-                        histogram if per_segment else None, lowest.lowest_first())
+        if len(parts) > 1:
+            parts = [merge_counts(parts)]
+    return CorpusResult(merge_counts(parts), facts, histogram if per_segment else None, lowest.lowest_first())
 
 
 def _observe(facts: Facts, hypotheses: list[str], references: list[str], words: bool) -> None:

@@ -23,6 +23,7 @@ import sys
 from collections.abc import Sequence
 
 import chrf_core
+from chrf_core.contract import AVERAGINGS
 
 from . import research, service_commands
 from .common import EXIT_USAGE, CommandError, Parser
@@ -40,7 +41,7 @@ def port(text: str) -> int:
 
 
 def add_settings(parser: argparse.ArgumentParser) -> None:
-    defaults = chrf_core.DEFAULTS
+    defaults = chrf_core.CHRF()
     parser.add_argument("--char-order", type=int, default=defaults.char_order,
                         help=f"character n-gram orders 1..N (default {defaults.char_order})")
     parser.add_argument("--word-order", type=int, default=defaults.word_order,
@@ -48,7 +49,7 @@ def add_settings(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--beta", type=int, default=defaults.beta, help=f"recall weight (default {defaults.beta})")
     parser.add_argument("--lowercase", action="store_true", help="lowercase both sides first")
     parser.add_argument("--include-whitespace", action="store_true", help="keep whitespace in character n-grams")
-    parser.add_argument("--averaging", choices=chrf_core.AVERAGINGS, default=defaults.averaging,
+    parser.add_argument("--averaging", choices=AVERAGINGS, default=defaults.averaging,
                         help="average P and R over orders (sacreBLEU) or F per order (chrF++.py)")
 
 

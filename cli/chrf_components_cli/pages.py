@@ -11,9 +11,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import chrf_core
+from chrf_core.report import fraction_text, score_text
 
 from .lines import plural
-from .text import diagnosis, marked_tokens, metric_name, signature, value
+from .text import diagnosis, marked_tokens, value
 
 
 def marked_html(tokens: list[tuple[str, bool]]) -> str:
@@ -195,7 +196,7 @@ def _decimal(fraction: Any) -> str:
 
 
 def _exact(fraction: Any) -> str:
-    return "–" if fraction is None else chrf_core.fraction_text(fraction)
+    return "–" if fraction is None else fraction_text(fraction)
 
 
 def _order_table(report: chrf_core.Report) -> str:
@@ -221,7 +222,7 @@ def _worst_section(worst: Sequence[Any], lowercase: bool) -> str:
         marked_h, marked_r = marked_tokens(segment.hypothesis, segment.reference, lowercase)
         items.append(
             f'<div class="segment"><p><span class="label">line {segment.line}</span>'
-            f"score {chrf_core.score_text(segment.score)}</p>"
+            f"score {score_text(segment.score)}</p>"
             f'<p><span class="label">hypothesis</span>{marked_html(marked_h) or "<em>(empty)</em>"}</p>'
             f'<p><span class="label">reference</span>{marked_html(marked_r) or "<em>(empty)</em>"}</p></div>'
         )
@@ -234,15 +235,15 @@ def score_page(report: chrf_core.Report, hypothesis_name: str, reference_name: s
     """A self-contained report for one system: the score, both files, the per-order chart and table, the
     distribution of segment scores, the worst segments, and the diagnosis."""
     notes = "".join(f"<li>{html.escape(note)}</li>" for note in diagnosis(report, facts))
-    score = chrf_core.score_text(report.score)
+    score = score_text(report.exact)
     body = [
-        f"<h1>{html.escape(metric_name(report.settings))} = <span id=\"score\">{score}</span></h1>",
+        f"<h1>{html.escape(report.settings.name)} = <span id=\"score\">{score}</span></h1>",
         f'<p class="meta">hypotheses <code>{html.escape(hypothesis_name)}</code> against references '
         f"<code>{html.escape(reference_name)}</code></p>",
         f'<p class="meta">{plural(report.segment_count, "segment")}, '
         f"{plural(report.effective_order_count, 'effective order')}; exact score "
-        f"<code>{chrf_core.fraction_text(report.score)}</code></p>",
-        f'<p class="meta">signature <code>{html.escape(signature(report.settings))}</code></p>',
+        f"<code>{fraction_text(report.exact)}</code></p>",
+        f'<p class="meta">signature <code>{html.escape(report.settings.signature)}</code></p>',
         f"<h2>Precision, recall and F per order</h2><figure>{order_chart(report)}<figcaption>Bars run from 0 to 1; "
         "an order without n-grams on one side has no bars.</figcaption></figure>",
         _order_table(report),
@@ -252,7 +253,7 @@ def score_page(report: chrf_core.Report, hypothesis_name: str, reference_name: s
                     "on its own, in bins of 5 points.</figcaption></figure>")
     body.append(_worst_section(worst, report.settings.lowercase))
     body.append(f"<h2>What stands out</h2><ul>{notes}</ul>")
-    return _page(f"{metric_name(report.settings)} {score}: {hypothesis_name}", "".join(body))
+    return _page(f"{report.settings.name} {score}: {hypothesis_name}", "".join(body))
 
 
 def compare_page(result: dict[str, Any], reference_name: str, reports: Sequence[chrf_core.Report],
@@ -280,7 +281,7 @@ def compare_page(result: dict[str, Any], reference_name: str, reports: Sequence[
         for index, order in enumerate(reports[0].orders)
     )
     body = [
-        f"<h1>{html.escape(metric_name(reports[0].settings))}: {plural(len(systems) - 1, 'system')} against the "
+        f"<h1>{html.escape(reports[0].settings.name)}: {plural(len(systems) - 1, 'system')} against the "
         "baseline</h1>",
         f'<ul class="meta">{files}<li>references: <code>{html.escape(reference_name)}</code></li></ul>',
         f'<p class="meta">{plural(reports[0].segment_count, "segment")}; {html.escape(method)}</p>',
@@ -295,4 +296,4 @@ def compare_page(result: dict[str, Any], reference_name: str, reports: Sequence[
         '<h2>F per order</h2><div class="scroll"><table><thead><tr><th>order</th>'
         + "".join(f"<th>{label}</th>" for label in labels) + f"</tr></thead><tbody>{order_rows}</tbody></table></div>",
     ]
-    return _page(f"{metric_name(reports[0].settings)} comparison: {result['baseline']}", "".join(body))
+    return _page(f"{reports[0].settings.name} comparison: {result['baseline']}", "".join(body))

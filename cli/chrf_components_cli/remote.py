@@ -18,6 +18,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import chrf_core
+from chrf_core.contract import ITEM_KEYS
+from chrf_core.report import Report
+from chrf_core.texts import utf8_size
 
 from . import text
 from .lines import InputError, LineFile, aligned_chunks, plural
@@ -132,11 +135,11 @@ def write_jsonl(files: list[LineFile], target: Any) -> int:
     for hypotheses, references in aligned_chunks(files):
         for hypothesis, reference in zip(hypotheses, references):
             segments += 1
-            size = chrf_core.utf8_size(hypothesis) + chrf_core.utf8_size(reference)
+            size = utf8_size(hypothesis) + utf8_size(reference)
             if size > chrf_core.MAX_TEXT_BYTES:
                 raise InputError(f"line {segments}: its texts take {size} UTF-8 bytes, more than the "
                                   f"{chrf_core.MAX_TEXT_BYTES} a pipeline batch allows")
-            line = json.dumps(dict(zip(chrf_core.ITEM_KEYS, (hypothesis, reference))), ensure_ascii=False)
+            line = json.dumps(dict(zip(ITEM_KEYS, (hypothesis, reference))), ensure_ascii=False)
             target.write(line.encode("utf-8") + b"\n")
     return segments
 
@@ -165,7 +168,7 @@ def failure_line(described: dict[str, Any]) -> str:
     return f"execution {described.get('status', 'FAILED')}: {error}: {' '.join(str(message).split())}"
 
 
-def run_pipeline(stack: str, files: list[LineFile], settings: chrf_core.Settings, as_json: bool = False,
+def run_pipeline(stack: str, files: list[LineFile], settings: chrf_core.CHRF, as_json: bool = False,
                  poll_seconds: float | None = None) -> int:
     """Upload two line-aligned files as JSON Lines, run the stack's corpus pipeline, print its report. The files are
     read and checked in full before AWS is called at all."""
@@ -217,12 +220,5 @@ def run_pipeline(stack: str, files: list[LineFile], settings: chrf_core.Settings
     except Exception as error:
         raise _aws_problem(error) from None
     print(f"report: s3://{bucket}/{report_key}", file=sys.stderr)
-    print(json.dumps(report, indent=2) if as_json else text.table(report_of_output(report)))
+    print(json.dumps(report, indent=2) if as_json else text.table(Report.from_dict(report)))
     return 0
-
-
-def report_of_output(output: dict[str, Any]) -> chrf_core.Report:
-    """The report behind a contract output read from S3: its counts, scored again (its numbers are not parsed)."""
-    settings = chrf_core.Settings(**{key: output[key] for key in chrf_core.SETTING_KEYS})
-    orders = tuple((o["hypothesis_ngrams"], o["reference_ngrams"], o["matching_ngrams"]) for o in output["orders"])
-    return chrf_core.report_of(chrf_core.Counts(settings, output["segment_count"], orders))

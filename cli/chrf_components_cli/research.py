@@ -7,7 +7,8 @@ import argparse
 import json
 import sys
 
-import chrf_core
+from chrf_core.counting import segment_counts
+from chrf_core.report import json_lines, report_of, score_texts
 
 from .common import CommandError, open_inputs, same_file_key, settings_from, write_output
 from .lines import aligned_chunks
@@ -28,7 +29,7 @@ def command_score(args: argparse.Namespace) -> int:
         corpus.finish_progress(progress)
         for file in files:
             file.close()
-    report = chrf_core.report_of(result.counts)
+    report = report_of(result.counts)
     if args.html:
         write_output(args.html, pages.score_page(report, args.hyp_file, args.ref_file, result.facts,
                                                  result.histogram, result.worst))
@@ -48,7 +49,6 @@ def command_segments(args: argparse.Namespace) -> int:
     if args.worst is not None and args.worst < 1:
         raise CommandError("--worst: must be a positive number of segments")
     files = open_inputs((args.hyp_file, "HYP_FILE"), (args.ref_file, "REF_FILE"))
-    width = 3 * (settings.char_order + settings.word_order)
     try:
         if args.worst:
             progress = corpus.progress_printer(files)
@@ -59,20 +59,14 @@ def command_segments(args: argparse.Namespace) -> int:
                 corpus.finish_progress(progress)
             print(text.worst_segments(result.worst, result.counts.segment_count, settings, sys.stdout.isatty()))
             return 0
-        import numpy as np
-
-        from .compare import score_texts
-        from .segment_json import json_lines
-
         out = sys.stdout
         line = 1
         for hypotheses, references in aligned_chunks(files):
-            rows = np.frombuffer(chrf_core.segment_rows(hypotheses, references, settings), dtype=np.int64)
-            rows = rows.reshape(-1, width)
+            counts = segment_counts(hypotheses, references, settings)
             if args.json:
-                out.write(json_lines(settings, rows, line))
+                out.write(json_lines(settings, counts, line))
             else:
-                scores = score_texts(settings, rows)
+                scores = score_texts(settings, counts)
                 out.write("".join(f"{line + index}\t{score}\n" for index, score in enumerate(scores)))
             line += len(hypotheses)
     finally:
@@ -98,19 +92,18 @@ def command_compare(args: argparse.Namespace) -> int:
         raise CommandError("BASELINE and SYSTEM files must be different files")
     files = open_inputs(*[(name, "SYSTEM" if index else "BASELINE") for index, name in enumerate(names)],
                         (args.ref_file, "REF"))
-    width = 3 * (settings.char_order + settings.word_order)
     parts: list[compare.Blocks] = [[] for _ in names]
     try:
         for chunk in aligned_chunks(files):
             references = chunk[-1]
             for index, hypotheses in enumerate(chunk[:-1]):
-                rows = chrf_core.segment_rows(hypotheses, references, settings)
-                parts[index].append(np.frombuffer(rows, dtype=np.int64).reshape(-1, width).astype(np.int32))
+                counts = segment_counts(hypotheses, references, settings)
+                parts[index].append(counts.reshape(len(counts), -1).astype(np.int32))
     finally:
         for file in files:
             file.close()
     reports, systems = compare.compare(settings, names, parts, args.bootstrap, args.randomization, args.seed)
-    result = {"baseline": names[0], "signature": text.signature(settings), "systems": systems}
+    result = {"baseline": names[0], "signature": settings.signature, "systems": systems}
     method = (f"paired approximate randomization, {args.randomization} trials" if args.randomization
               else f"paired bootstrap resampling, {args.bootstrap} resamples") + f", seed {args.seed}"
     if args.html:

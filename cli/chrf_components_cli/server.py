@@ -32,7 +32,7 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import unquote
 
-import chrf_core
+from chrf_core.contract import EXECUTE_PATH
 
 from . import local_lambda
 from .invoke_api import INVOKE_PATH, InvokeApi, lambda_error
@@ -261,11 +261,11 @@ def serve(host: str, port: int, template: pathlib.Path, workers: int = 4, iam: b
     server = make_server(host, port, template, workers, iam, region)
     url = f"http://{host}:{server.server_address[1]}"
     signed = f", SigV4 for execute-api in {server.region} required" if iam else ""
-    print(f"serving POST {url}{chrf_core.EXECUTE_PATH} ({workers} workers{signed}; Ctrl-C to stop)", file=sys.stderr)
+    print(f"serving POST {url}{EXECUTE_PATH} ({workers} workers{signed}; Ctrl-C to stop)", file=sys.stderr)
     print(f"and the Lambda Invoke API at {url} for {', '.join(server.functions.runtimes)} "
           f"(boto3 endpoint_url, aws --endpoint-url, AWS_ENDPOINT_URL_LAMBDA)", file=sys.stderr)
     example = json.dumps({"hypotheses": ["the cat sat"], "references": ["the cat sat down"]})
-    print(f"try: curl -s {url}{chrf_core.EXECUTE_PATH} -d '{example}'", file=sys.stderr)
+    print(f"try: curl -s {url}{EXECUTE_PATH} -d '{example}'", file=sys.stderr)
     # Both signals stop the server, also where SIGINT came ignored (a process started in the background by a
     # shell without job control inherits SIGINT ignored, and Python then leaves it so).
     stop = _stopper(server)

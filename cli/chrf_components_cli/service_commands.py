@@ -51,7 +51,7 @@ def command_request(args: argparse.Namespace) -> int:
             return EXIT_INVALID if payload.get("errorType") == "InvalidInputError" else EXIT_REMOTE
         return 0
     try:
-        output = chrf_core.score(chrf_core.decode_request(raw, source="request"))
+        output = chrf_core.score(chrf_core.service.decode_request(raw, source="request"))
     except chrf_core.InvalidInputError as error:
         print(error.envelope())
         return EXIT_INVALID

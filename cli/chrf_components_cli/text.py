@@ -8,6 +8,8 @@ from fractions import Fraction
 from typing import Any
 
 import chrf_core
+from chrf_core.report import score_text
+from chrf_core.tokens import words
 
 from .lines import plural
 
@@ -18,29 +20,6 @@ UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 def value(fraction: Fraction | None) -> float | None:
     return None if fraction is None else float(fraction)
-
-
-def metric_name(settings: chrf_core.Settings) -> str:
-    """chrF2, chrF2+ (word unigrams), chrF2++ (word bigrams) as sacreBLEU names them; chrF2+w3 beyond."""
-    suffix = {0: "", 1: "+", 2: "++"}.get(settings.word_order, f"+w{settings.word_order}")
-    return f"chrF{settings.beta}{suffix}" if settings.char_order else f"wordF{settings.beta}"
-
-
-def signature(settings: chrf_core.Settings) -> str:
-    """Every setting that changes the number, named so it cannot be taken for a sacreBLEU signature: this tool
-    counts every hypothesis n-gram (``hyp:all``), where sacreBLEU drops those of orders a reference lacks."""
-    return "|".join(
-        [
-            f"{chrf_core.TOOL}:{chrf_core.VERSION}",
-            metric_name(settings),
-            f"nc:{settings.char_order}",
-            f"nw:{settings.word_order}",
-            f"space:{'yes' if settings.include_whitespace else 'no'}",
-            f"case:{'lc' if settings.lowercase else 'mixed'}",
-            f"avg:{settings.averaging}",
-            "hyp:all",
-        ]
-    )
 
 
 def bar(value: float | None, width: int = BAR_WIDTH) -> str:
@@ -57,7 +36,7 @@ def _number(value: float | None) -> str:
 def table(report: chrf_core.Report, facts: Any = None) -> str:
     """The report as a fixed-width table, one row per order, with an F-score bar, then the diagnosis."""
     lines = [
-        f"{metric_name(report.settings)} = {chrf_core.score_text(report.score)}   "
+        f"{report.settings.name} = {score_text(report.exact)}   "
         f"({plural(report.segment_count, 'segment')}, {plural(report.effective_order_count, 'effective order')})",
         "",
         f"  {'order':<8}{'hyp':>9}{'ref':>9}{'match':>9}  {'P':>6}  {'R':>6}  {'F':>6}  {'F, 0 to 1':<{BAR_WIDTH}}",
@@ -73,7 +52,7 @@ def table(report: chrf_core.Report, facts: Any = None) -> str:
         "",
         f"  average precision {float(report.average_precision):.4f}, average recall "
         f"{float(report.average_recall):.4f} (over effective orders); exact fractions: --json",
-        f"  signature: {signature(report.settings)}",
+        f"  signature: {report.settings.signature}",
     ]
     notes = diagnosis(report, facts)
     if notes:
@@ -197,7 +176,7 @@ Marked = list[tuple[str, bool]]
 def marked_tokens(hypothesis: str, reference: str, lowercase: bool) -> tuple[Marked, Marked]:
     """Each side's word tokens with whether they match a token on the other side (clipped, as word unigrams
     match): the unmatched ones are what a reader should look at."""
-    tokens_h, tokens_r = chrf_core.words(hypothesis), chrf_core.words(reference)
+    tokens_h, tokens_r = words(hypothesis), words(reference)
     keys_h = [token.lower() for token in tokens_h] if lowercase else tokens_h
     keys_r = [token.lower() for token in tokens_r] if lowercase else tokens_r
 
@@ -228,14 +207,14 @@ def marked_text(tokens: Marked, colour: bool) -> str:
     return " ".join(visible(token) if matched else f"[{visible(token)}]" for token, matched in tokens)
 
 
-def worst_segments(worst: list[Any], segments: int, settings: chrf_core.Settings, colour: bool) -> str:
+def worst_segments(worst: list[Any], segments: int, settings: chrf_core.CHRF, colour: bool) -> str:
     """The lowest-scoring segments (corpus.Segment), each with its unmatched words marked."""
     lines = [f"The {plural(len(worst), 'lowest-scoring segment')} of {plural(segments, 'segment')} "
-             f"({metric_name(settings)}; unmatched words {'in red' if colour else 'in [brackets]'})",
-             f"signature: {signature(settings)}"]
+             f"({settings.name}; unmatched words {'in red' if colour else 'in [brackets]'})",
+             f"signature: {settings.signature}"]
     for segment in worst:
         marked_h, marked_r = marked_tokens(segment.hypothesis, segment.reference, settings.lowercase)
-        lines += ["", f"line {segment.line}\tscore {chrf_core.score_text(segment.score)}",
+        lines += ["", f"line {segment.line}\tscore {score_text(segment.score)}",
                   f"  hypothesis: {marked_text(marked_h, colour)}", f"  reference:  {marked_text(marked_r, colour)}"]
     return "\n".join(lines)
 
@@ -244,9 +223,9 @@ def compare_table(systems: list[Any], baseline: chrf_core.Report, method: str) -
     """Each system (compare.SystemResult) with its score, interval, difference from the baseline and p-value."""
     names = [visible(system["name"]) for system in systems]
     name_width = max(12, *map(len, names))
-    lines = [f"{metric_name(baseline.settings)} of {plural(len(systems) - 1, 'system')} against the baseline "
+    lines = [f"{baseline.settings.name} of {plural(len(systems) - 1, 'system')} against the baseline "
              f"({plural(baseline.segment_count, 'segment')}; {method})",
-             f"signature: {signature(baseline.settings)}", "",
+             f"signature: {baseline.settings.signature}", "",
              f"  {'system':<{name_width}}  {'score':>10}  {'95% CI':^19}  {'Δ':>9}  {'p-value':>8}"]
     for name, system in zip(names, systems):
         low, high = system["ci"]

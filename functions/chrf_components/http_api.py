@@ -17,6 +17,9 @@ from typing import Any
 import chrf_core
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.api_gateway import ApiGatewayResolver
+from chrf_core.contract import EXECUTE_PATH
+from chrf_core.errors import error_envelope
+from chrf_core.service import decode_request
 
 from observability import count, logger
 from service import score_request
@@ -36,7 +39,7 @@ def parse_body(event: dict[str, Any]) -> Any:
         except (binascii.Error, ValueError):
             raise chrf_core.InvalidInputError(None, "flagged as base64 but is not valid base64",
                                               subject="body") from None
-    return chrf_core.decode_request(body, source="body")
+    return decode_request(body, source="body")
 
 
 def off_route(app: ApiGatewayResolver) -> Response[str] | None:
@@ -46,11 +49,11 @@ def off_route(app: ApiGatewayResolver) -> Response[str] | None:
     is a regular expression, the method is upper-cased, REST paths may end in slashes), so every answer is
     checked here first."""
     event = app.current_event
-    if event.path != chrf_core.EXECUTE_PATH:
-        return Response(404, JSON, chrf_core.error_envelope("not_found", f"no route; POST {chrf_core.EXECUTE_PATH}"))
+    if event.path != EXECUTE_PATH:
+        return Response(404, JSON, error_envelope("not_found", f"no route; POST {EXECUTE_PATH}"))
     if event.http_method != "POST":
-        message = f"{chrf_core.EXECUTE_PATH} accepts POST only"
-        return Response(405, JSON, chrf_core.error_envelope("method_not_allowed", message), {"Allow": "POST"})
+        message = f"{EXECUTE_PATH} accepts POST only"
+        return Response(405, JSON, error_envelope("method_not_allowed", message), {"Allow": "POST"})
     return None
 
 
@@ -62,12 +65,12 @@ def internal_error(error: Exception) -> Response[str]:
     """The one 500 path: the trace goes to the log (operators), the caller gets no details."""
     logger.exception("unhandled error", extra={"error_type": type(error).__name__})
     count("Faults")
-    return Response(500, JSON, chrf_core.error_envelope("internal_error", "internal error"))
+    return Response(500, JSON, error_envelope("internal_error", "internal error"))
 
 
 for resolver in (http_api, rest_api):
 
-    @resolver.post(chrf_core.EXECUTE_PATH)
+    @resolver.post(EXECUTE_PATH)
     def execute(app: ApiGatewayResolver = resolver) -> Response[str]:
         return off_route(app) or Response(
             200, JSON, json.dumps(score_request(parse_body(app.current_event.raw_event), "http")))
@@ -116,7 +119,7 @@ def handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
             problem = f"not a well-formed API Gateway event ({type(error).__name__})"
     count("InvalidInputs")
     logger.info("malformed event", extra={"rule": problem})
-    body = chrf_core.error_envelope("invalid_input", f"event: {problem}", field=None)
+    body = error_envelope("invalid_input", f"event: {problem}", field=None)
     if resolver is rest_api:
         return {"statusCode": 400, "multiValueHeaders": {"Content-Type": [JSON]}, "body": body,
                 "isBase64Encoded": False}

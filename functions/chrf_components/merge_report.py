@@ -34,12 +34,12 @@ class BatchResult(NamedTuple):
     source: str  # where it was read, for messages
     first_line: int
     last_line: int
-    counts: chrf_core.Counts
+    counts: chrf_core.counting.Counts
 
 
-def execution_settings(event: dict[str, Any]) -> chrf_core.Settings:
+def execution_settings(event: dict[str, Any]) -> chrf_core.CHRF:
     try:
-        return chrf_core.parse_strict_settings(event.get("settings", {}))
+        return chrf_core.CHRF.of_settings(event.get("settings", {}))
     except chrf_core.InvalidInputError as error:
         raise InvalidInputError.of(error) from None
 
@@ -87,7 +87,7 @@ def invalid_input_of(source: str, failure: Any) -> InvalidInputError:
     return InvalidInputError.relayed(field if isinstance(field, str) else None, detail["message"], line)
 
 
-def batch_result(source: str, output: Any, settings: chrf_core.Settings) -> BatchResult:
+def batch_result(source: str, output: Any, settings: chrf_core.CHRF) -> BatchResult:
     """One batch's result, checked on its own."""
     if not isinstance(output, dict) or set(output) != {"first_line", "last_line", "counts"}:
         raise InconsistentResultsError(f"{source}: not a batch result ({{first_line, last_line, counts}})")
@@ -95,7 +95,7 @@ def batch_result(source: str, output: Any, settings: chrf_core.Settings) -> Batc
     if type(first) is not int or type(last) is not int or not 1 <= first <= last:
         raise InconsistentResultsError(f"{source}: first_line and last_line must be lines 1 <= first <= last")
     try:
-        counts = chrf_core.Counts.from_dict(output["counts"])
+        counts = chrf_core.counting.Counts.from_dict(output["counts"])
     except ValueError as error:
         raise InconsistentResultsError(f"{source} (lines {first}-{last}): {error}") from None
     if counts.segment_count != last - first + 1:
@@ -110,7 +110,7 @@ def batch_result(source: str, output: Any, settings: chrf_core.Settings) -> Batc
     return BatchResult(source, first, last, counts)
 
 
-def beyond_one_request(counts: chrf_core.Counts) -> str | None:
+def beyond_one_request(counts: chrf_core.counting.Counts) -> str | None:
     """Why a batch's counts cannot come from one contract request (what a batch is), if they cannot: more
     segments than a request holds, or more unigrams on both sides than its texts have code points (a code
     point is at least one UTF-8 byte, even lower-cased)."""
@@ -128,7 +128,7 @@ def beyond_one_request(counts: chrf_core.Counts) -> str | None:
 
 
 def merge_batches(
-    outputs: list[tuple[str, Any]], settings: chrf_core.Settings, lines_read: int | None = None
+    outputs: list[tuple[str, Any]], settings: chrf_core.CHRF, lines_read: int | None = None
 ) -> dict[str, Any]:
     """The corpus report from (source, batch output) pairs, once they are proven to cover lines 1..N once."""
     failures = [(source, output["invalid_input"]) for source, output in outputs
@@ -153,11 +153,11 @@ def merge_batches(
     if lines_read is not None and lines_read != expected - 1:
         raise InconsistentResultsError(f"the Map run read {lines_read} lines but the batch results cover "
                                        f"{expected - 1}")
-    merged = chrf_core.merge_counts(batch.counts for batch in batches)
+    merged = chrf_core.counting.merge_counts(batch.counts for batch in batches)
     problem = merged.inconsistency()
     if problem:
         raise InconsistentResultsError(f"the merged counts are impossible: {problem}")
-    return chrf_core.build_report(merged)
+    return chrf_core.report.build_report(merged)
 
 
 def read_json(s3: Any, bucket: str, key: str, what: str) -> Any:

@@ -17,7 +17,7 @@ import chrf_core
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
-SERVICE = os.environ.get("POWERTOOLS_SERVICE_NAME", chrf_core.TOOL)
+SERVICE = os.environ.get("POWERTOOLS_SERVICE_NAME", chrf_core.contract.TOOL)
 TRACING = os.environ.get("CHRF_TRACING", "").lower() == "true"
 TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9+/=._:-]{0,63}")
 

@@ -8,6 +8,8 @@ from typing import Any
 
 import chrf_core
 from aws_lambda_powertools.metrics import MetricUnit
+from chrf_core.counting import count_segments
+from chrf_core.report import build_report
 
 from observability import count, loggable, logger
 
@@ -41,12 +43,12 @@ class InvalidInputError(chrf_core.InvalidInputError):
 def score_request(request: Any, source: str) -> dict[str, Any]:
     """Score one contract request; InvalidInputError (the layer's) for invalid input."""
     try:
-        valid = chrf_core.parse_request(request)
+        valid = chrf_core.service.parse_request(request)
     except chrf_core.InvalidInputError as error:
         count("InvalidInputs")
         logger.info("invalid input", extra={"source": source, **loggable(error)})
         raise
-    output = chrf_core.build_report(chrf_core.count_segments(valid.hypotheses, valid.references, valid.settings))
+    output = build_report(count_segments(valid.hypotheses, valid.references, valid.settings))
     text_bytes = valid.text_bytes  # measured once, by the size rule
     count("Segments", output["segment_count"])
     count("TextBytes", text_bytes, MetricUnit.Bytes)
@@ -56,9 +58,9 @@ def score_request(request: Any, source: str) -> dict[str, Any]:
             "source": source,
             "segments": output["segment_count"],
             "text_bytes": text_bytes,
-            "settings": {key: output[key] for key in chrf_core.SETTING_KEYS},
+            "settings": {key: output[key] for key in chrf_core.contract.SETTING_KEYS},
             "effective_orders": output["effective_order_count"],
-            "kernel": chrf_core.KERNEL,
+            "kernel": chrf_core.counting.KERNEL,
         },
     )
     return output

@@ -49,11 +49,8 @@ def test_score_prints_a_table_with_every_order_a_signature_and_a_diagnosis(capsy
 
 
 def test_the_signature_cannot_be_taken_for_a_sacrebleu_one():
-    from chrf_components_cli.text import signature
-
-    settings = chrf_core.parse_settings({"word_order": 2})
-    assert signature(settings) == SIGNATURE
-    assert "version:" not in signature(settings) and "nrefs" not in signature(settings)
+    signature = chrf_core.CHRF(word_order=2).signature
+    assert signature == SIGNATURE and "version:" not in signature and "nrefs" not in signature
 
 
 def test_score_json_is_the_corpus_report_equal_to_scoring_in_one_request(capsys):
@@ -91,9 +88,9 @@ def test_score_streams_many_chunks_to_exactly_the_single_pass_result_without_pro
     code, out, err = run(capsys, "score", hyp, ref, "--word-order", "2", "--json")
     assert code == 0 and err == ""  # stderr is not a terminal: no progress written into logs
     report = json.loads(out)
-    settings = chrf_core.parse_settings({"word_order": 2})
-    single_pass = chrf_core.count_segments([h for h, _ in chosen], [r for _, r in chosen], settings)
-    assert report == chrf_core.build_report(single_pass)
+    settings = chrf_core.CHRF.of({"word_order": 2})
+    single_pass = chrf_core.counting.count_segments([h for h, _ in chosen], [r for _, r in chosen], settings)
+    assert report == chrf_core.report.build_report(single_pass)
     CORPUS_SCHEMA.validate(report)
 
 
@@ -116,8 +113,8 @@ def test_score_accepts_a_line_as_long_as_a_whole_request_and_refuses_a_longer_on
     ref = write(tmp_path / "r", "a\n" + "xy " * 20000 + "\n")
     code, out, err = run(capsys, "score", hyp, ref, "--json")
     assert code == 0, err
-    expected = chrf_core.count_segments(["a", longest], ["a", ("xy " * 20000).rstrip()], chrf_core.Settings())
-    assert json.loads(out) == chrf_core.build_report(expected)
+    expected = chrf_core.counting.count_segments(["a", longest], ["a", ("xy " * 20000).rstrip()], chrf_core.CHRF())
+    assert json.loads(out) == chrf_core.report.build_report(expected)
     write(tmp_path / "h", "a\n" + longest + "zz\nb\n")
     code, out, err = run(capsys, "score", hyp, ref)
     assert code == 2 and out == "" and err.count("\n") == 1

@@ -8,7 +8,6 @@ import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ElementTree
-from fractions import Fraction
 from html.parser import HTMLParser
 
 import chrf_core
@@ -101,10 +100,10 @@ def test_segments_json_writes_what_dumping_each_report_writes_byte_for_byte(caps
     for request_settings in ({"word_order": 2, "beta": 3},
                              {"char_order": 10, "word_order": 4, "averaging": "per_order_f"},
                              {"char_order": 0, "word_order": 1, "include_whitespace": True}):
-        settings_object = chrf_core.settings_of(**request_settings)
+        settings_object = chrf_core.CHRF(**request_settings)
         code, out, err = run(capsys, "segments", hyp, ref, "--json", *flags(settings_object.as_dict()))
         assert code == 0 and err == ""
-        expected = [json.dumps({"line": number, **chrf_core.report_of(chrf_core.count_segments(
+        expected = [json.dumps({"line": number, **chrf_core.report.report_of(chrf_core.counting.count_segments(
             [h], [r], settings_object)).to_dict()}) for number, (h, r) in enumerate(pairs, start=1)]
         assert out.splitlines() == expected
 
@@ -198,8 +197,8 @@ def test_compare_scores_are_the_corpus_scores_and_its_p_values_separate_clear_ca
 
 
 def _corpus_score(hypotheses, references):
-    counts = chrf_core.count_segments(hypotheses, references, chrf_core.Settings())
-    return chrf_core.build_report(counts)["score"]
+    counts = chrf_core.counting.count_segments(hypotheses, references, chrf_core.CHRF())
+    return chrf_core.report.build_report(counts)["score"]
 
 
 def test_compare_with_the_same_seed_gives_the_same_numbers_and_another_seed_other_intervals(capsys, tmp_path):
@@ -311,14 +310,15 @@ def test_vectorised_resampled_scores_equal_exact_corpus_scores(tmp_path):
 
     hyps, refs = _texts(60)
     for averaging in ("precision_recall", "per_order_f"):
-        request_settings = chrf_core.Settings(word_order=2, beta=3, averaging=averaging)
-        rows = np.frombuffer(chrf_core.segment_rows(hyps, refs, request_settings), dtype=np.int64).reshape(60, -1)
+        request_settings = chrf_core.CHRF(word_order=2, beta=3, averaging=averaging)
+        rows = chrf_core.counting.segment_counts(hyps, refs, request_settings).reshape(60, -1)
         picks = np.random.default_rng(1).integers(0, 60, size=(20, 60))
         stats = np.stack([rows[pick].sum(axis=0) for pick in picks]).astype(np.float64)
         vectorised = compare.corpus_scores(request_settings, stats)
         for pick, score in zip(picks, vectorised):
-            counts = chrf_core.count_segments([hyps[i] for i in pick], [refs[i] for i in pick], request_settings)
-            assert score == pytest.approx(float(Fraction(chrf_core.build_report(counts)["score_fraction"])), abs=1e-9)
+            counts = chrf_core.counting.count_segments([hyps[i] for i in pick], [refs[i] for i in pick],
+                                                       request_settings)
+            assert score == pytest.approx(float(chrf_core.report.report_of(counts).exact), abs=1e-9)
 
 
 def _texts(count):
@@ -408,9 +408,9 @@ def test_score_html_is_self_contained_names_both_files_and_keeps_every_drawing_i
 
 @pytest.mark.parametrize("orders", [(1, 0), (10, 4), (0, 1)])
 def test_the_order_chart_fits_its_box_for_any_number_of_orders(orders):
-    counts = chrf_core.compute_counts({"hypotheses": ["a b c d"], "references": ["a b"], "char_order": orders[0],
-                                       "word_order": orders[1]})
-    assert_inside_viewbox(ElementTree.fromstring(pages.order_chart(chrf_core.report_of(counts))))
+    counts = chrf_core.service.compute_counts({"hypotheses": ["a b c d"], "references": ["a b"],
+                                               "char_order": orders[0], "word_order": orders[1]})
+    assert_inside_viewbox(ElementTree.fromstring(pages.order_chart(chrf_core.report.report_of(counts))))
 
 
 def test_compare_html_shows_systems_with_intervals_inside_the_drawing(capsys, tmp_path):
@@ -441,25 +441,22 @@ def test_html_dash_writes_the_page_to_standard_output(capsys):
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.tuples(LINE_TEXT, LINE_TEXT), min_size=1, max_size=30), settings_strategy())
 def test_segment_score_texts_are_the_exact_scores_rounded_as_the_contract_rounds(pairs, request_settings):
-    from chrf_components_cli.compare import score_texts
+    from chrf_core.report import score_texts
 
-    settings_ = chrf_core.parse_settings(request_settings)
-    width = 3 * (settings_.char_order + settings_.word_order)
-    rows = np.frombuffer(chrf_core.segment_rows([h for h, _ in pairs], [r for _, r in pairs], settings_),
-                         dtype=np.int64).reshape(-1, width)
-    expected = [chrf_core.score_text(chrf_core.exact_score(settings_, [tuple(row[k:k + 3]) for k in
-                                                                       range(0, width, 3)]))
-                for row in rows.tolist()]
-    assert score_texts(settings_, rows) == expected
+    settings_ = chrf_core.CHRF.of(request_settings)
+    counts = chrf_core.counting.segment_counts([h for h, _ in pairs], [r for _, r in pairs], settings_)
+    expected = [chrf_core.report.score_text(chrf_core.report.exact_score(settings_, orders))
+                for orders in counts.tolist()]
+    assert score_texts(settings_, counts) == expected
 
 
 @pytest.mark.parametrize("averaging", ["precision_recall", "per_order_f"])
 def test_segment_score_texts_round_a_tie_at_the_millionth_to_even_exactly(averaging):
-    from chrf_components_cli.compare import score_texts
+    from chrf_core.report import score_texts
 
-    settings_ = chrf_core.Settings(char_order=1, beta=1, averaging=averaging)
+    settings_ = chrf_core.CHRF(char_order=1, beta=1, averaging=averaging)
     for matches in (123456785, 123456795, 500000005):  # scores 12.3456785, 12.3456795, 50.0000005: exact ties
         row = (10**9, 10**9, matches)
-        exact = chrf_core.score_text(chrf_core.exact_score(settings_, [row]))
-        assert score_texts(settings_, np.array([row], dtype=np.int64)) == [exact]
+        exact = chrf_core.report.score_text(chrf_core.report.exact_score(settings_, [row]))
+        assert score_texts(settings_, np.array([[row]], dtype=np.int64)) == [exact]
         assert exact.endswith(("78", "80", "00"))  # half to even

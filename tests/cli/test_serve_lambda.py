@@ -152,7 +152,7 @@ def test_the_http_api_and_the_invoke_api_answer_on_the_same_port_at_once(lambda_
     def http_request():
         connection = http.client.HTTPConnection(endpoint.removeprefix("http://").split(":")[0],
                                                 int(endpoint.rsplit(":", 1)[1]), timeout=30)
-        connection.request("POST", chrf_core.EXECUTE_PATH, body=json.dumps(EXAMPLE["input"]))
+        connection.request("POST", chrf_core.contract.EXECUTE_PATH, body=json.dumps(EXAMPLE["input"]))
         results.append(json.loads(connection.getresponse().read()))
 
     threads = [threading.Thread(target=http_request) for _ in range(3)]

@@ -12,7 +12,7 @@ from chrf_components_cli import local_lambda
 EVENTS = pathlib.Path(__file__).resolve().parents[2] / "events"
 HTTP_V2_TEMPLATE = json.loads((EVENTS / "http-v2-valid.json").read_text(encoding="utf-8"))
 REST_V1_TEMPLATE = json.loads((EVENTS / "rest-v1-valid.json").read_text(encoding="utf-8"))
-EXECUTE_PATH = chrf_core.EXECUTE_PATH
+EXECUTE_PATH = chrf_core.contract.EXECUTE_PATH
 
 
 def http_v2_event(body, method="POST", path=EXECUTE_PATH, base64_body=False):

@@ -16,7 +16,7 @@ from validation_cases import RULE_CASES, message_matches
 
 from chrf_components_cli import local_lambda
 
-EXECUTE = chrf_core.EXECUTE_PATH
+EXECUTE = chrf_core.contract.EXECUTE_PATH
 OUTPUT_VALIDATOR = Draft202012Validator(CONTRACT["output_schema"])
 
 
@@ -155,7 +155,7 @@ def test_unexpected_fault_is_a_500_without_internals_and_is_logged(handler, monk
     def explode(counts):  # a fault inside scoring, after validation
         raise RuntimeError("secret internal detail")
 
-    monkeypatch.setattr(chrf_core, "build_report", explode)
+    monkeypatch.setattr(sys.modules["service"], "build_report", explode)
     status, _, body = call(handler, http_v2_event(json.dumps({"hypotheses": ["a"], "references": ["a"]})))
     assert status == 500
     assert body == {"error": {"code": "internal_error", "message": "internal error"}}

@@ -16,8 +16,8 @@ import numpy  # noqa: E402
 import payloads  # noqa: E402
 from naive_chrf import naive_counts  # noqa: E402
 
-assert chrf_core.KERNEL == "native", chrf_core.KERNEL_ERROR
-native = chrf_core.KERNELS["native"]
+assert chrf_core.KERNEL == "native", chrf_core.counting.KERNEL_ERROR
+native = chrf_core.counting.KERNELS["native"]
 rng = random.Random(5)
 alphabet = [*"ab c.,(", "é", "😀", "中", "\u3000", "\u2028", "\U0010ffff", "\x00"]
 for _ in range(4000):
@@ -48,11 +48,11 @@ for _ in range(300):  # pairwise: every shape of side, both averagings, the exac
     char_order = rng.randint(0, 10)
     word_order = rng.randint(0 if char_order else 1, 4)
     chosen = {"char_order": char_order, "word_order": word_order, "beta": rng.randint(1, 16),
-              "include_whitespace": rng.random() < 0.3, "averaging": rng.choice(chrf_core.AVERAGINGS)}
+              "include_whitespace": rng.random() < 0.3, "averaging": rng.choice(chrf_core.contract.AVERAGINGS)}
     matrix = chrf_core.pairwise(*sides, **chosen)
     for i, j in [(0, 0), (len(sides[0]) - 1, len(sides[1]) - 1)]:
-        assert matrix[i, j] == float(chrf_core.exact_score(chrf_core.settings_of(**chosen), chrf_core.count_segments(
-            [sides[0][i]], [sides[1][j]], chrf_core.settings_of(**chosen)).orders))
+        metric = chrf_core.CHRF(**chosen)
+        assert matrix[i, j] == metric.sentence_score(sides[0][i], [sides[1][j]]).score
 chrf_core.counting.NATIVE.pairwise([big, "ab"], [big[::-1]], 6, 2, False, 2, True, 1, numpy.empty((2, 1)))
 with contextlib.suppress(TypeError):
     chrf_core.counting.NATIVE.pairwise(["a"], ["a", 3], 2, 0, False, 2, 0, 80, numpy.empty((1, 2)))

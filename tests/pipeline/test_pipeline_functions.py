@@ -54,7 +54,7 @@ def test_pipeline_report_in_s3_equals_scoring_the_whole_test_set_at_once(s3, pip
     result = run_pipeline(s3, pipeline_handlers, pairs, request_settings)
     report = json.loads(s3.get_object(Bucket="corpus", Key="reports/test.json")["Body"].read())
     hyps, refs = [h for h, _ in pairs], [r for _, r in pairs]
-    direct = chrf_core.build_report(chrf_core.count_segments(hyps, refs, chrf_core.parse_settings(request_settings)))
+    direct = chrf_core.CHRF(**request_settings).corpus_score(hyps, [refs]).to_dict()
     assert report == direct == chrf_core.corpus_report(iter(hyps), iter(refs), **request_settings).to_dict()
     assert report["segment_count"] == 600
     assert result == {"report": {"bucket": "corpus", "key": "reports/test.json"}, "segment_count": 600,
@@ -82,7 +82,7 @@ def test_score_batch_returns_the_counts_of_its_segments_and_their_lines(pipeline
     score_batch, _ = pipeline_handlers
     items = [{"line": 10 + i, "item": {"hypothesis": h, "reference": r}} for i, (h, r) in enumerate(real_pairs(5))]
     result = score_batch({"BatchInput": {"settings": {"char_order": 4}}, "Items": items}, local_lambda.LambdaContext())
-    expected = chrf_core.compute_counts(
+    expected = chrf_core.service.compute_counts(
         {"hypotheses": [i["item"]["hypothesis"] for i in items],
          "references": [i["item"]["reference"] for i in items], "char_order": 4}
     )
@@ -158,7 +158,7 @@ def test_empty_jsonl_object_is_invalid_input(s3, pipeline_handlers):
 def batch_output(first, pairs, settings_=None):
     request = {"hypotheses": [h for h, _ in pairs], "references": [r for _, r in pairs], **(settings_ or {})}
     return {"first_line": first, "last_line": first + len(pairs) - 1,
-            "counts": chrf_core.compute_counts(request).to_dict()}
+            "counts": chrf_core.service.compute_counts(request).to_dict()}
 
 
 def record(output, status="SUCCEEDED"):

@@ -56,7 +56,7 @@ def sacrebleu_counts(request):
 @settings(max_examples=700, deadline=None)
 @given(covered_requests())
 def test_counts_and_scores_agree_with_sacrebleu_when_references_cover_every_order(request):
-    counts = chrf_core.compute_counts(request)
+    counts = chrf_core.service.compute_counts(request)
     assert list(counts.orders) == sacrebleu_counts(request)
     hypotheses, references = request["hypotheses"], [request["references"]]
     for averaging, eps_smoothing in (("precision_recall", False), ("per_order_f", True)):
@@ -74,7 +74,7 @@ def test_popovic_example_files_agree_with_sacrebleu_chrf_plus_plus(tmp_path):
         refs = (data / f"example.ref.{language}").read_text(encoding="utf-8").splitlines()
         request = {"hypotheses": hyps, "references": refs, "char_order": 6, "word_order": 2, "beta": 2,
                    "lowercase": False, "include_whitespace": False}
-        if list(chrf_core.compute_counts(request).orders) != sacrebleu_counts(request):
+        if list(chrf_core.service.compute_counts(request).orders) != sacrebleu_counts(request):
             continue  # a short reference somewhere: the documented difference applies
         output = chrf_core.score(request)
         expected = sacrebleu_metric(request, False).corpus_score(hyps, [refs]).score
@@ -88,10 +88,46 @@ def test_hypothesis_ngrams_of_an_order_the_reference_lacks_still_count_unlike_sa
     """
     request = {"hypotheses": ["abc", "xyz"], "references": ["ab", "xyz"], "char_order": 3, "word_order": 0,
                "beta": 2, "lowercase": False, "include_whitespace": False}
-    counts = chrf_core.compute_counts(request)
+    counts = chrf_core.service.compute_counts(request)
     assert counts.orders[2] == (2, 1, 1)
     assert sacrebleu_counts(request)[2] == (1, 1, 1)
     output = chrf_core.score(request)
     assert output["orders"][2]["precision"] == "1/2"
     sacre = sacrebleu_metric(request, False).corpus_score(request["hypotheses"], [request["references"]]).score
     assert float(Fraction(output["score_fraction"])) < sacre - 1
+
+
+SACREBLEU_USERS_CODE = """
+from sacrebleu.metrics import CHRF
+
+chrf = CHRF(word_order=WORD_ORDER, lowercase=LOWERCASE, whitespace=WHITESPACE)
+result = chrf.corpus_score(hypotheses, [references])
+sentence = chrf.sentence_score(hypotheses[0], [references[0]])
+outcome = {"score": result.score, "text": str(result), "sentence": sentence.score,
+           "signature": str(chrf.get_signature())}
+"""
+
+
+@pytest.mark.parametrize(("word_order", "lowercase", "whitespace"), [(0, False, False), (2, False, False),
+                                                                    (2, True, False), (0, False, True)])
+def test_a_sacrebleu_users_code_runs_unchanged_once_the_import_names_chrf_core(word_order, lowercase, whitespace):
+    from payloads import real_pairs
+
+    request = {"char_order": 6, "word_order": word_order, "lowercase": lowercase, "include_whitespace": whitespace}
+    pairs = [(h, r) for h, r in real_pairs() if reference_covers_hypothesis(h, r, request)]
+    assert len(pairs) >= 30
+    code = (SACREBLEU_USERS_CODE.replace("WORD_ORDER", str(word_order)).replace("LOWERCASE", str(lowercase))
+            .replace("WHITESPACE", str(whitespace)))
+    theirs = {"hypotheses": [h for h, _ in pairs], "references": [r for _, r in pairs]}
+    ours = dict(theirs)
+    exec(compile(code, "sacrebleu", "exec"), theirs)
+    exec(compile(code.replace("from sacrebleu.metrics import CHRF", "from chrf_core import CHRF"), "ours", "exec"),
+         ours)
+    # References with n-grams of every order the hypothesis has: sacreBLEU drops none, the definitions coincide.
+    assert ours["outcome"]["score"] == pytest.approx(theirs["outcome"]["score"], abs=1e-9)
+    assert ours["outcome"]["sentence"] == pytest.approx(theirs["outcome"]["sentence"], abs=1e-9)
+    assert ours["outcome"]["text"] == theirs["outcome"]["text"]  # "chrF2++ = 54.95"
+    assert ours["outcome"]["signature"].startswith("chrf-components:1.0.0|chrF2")  # ours, not to be taken for theirs
+    assert ours["result"].exact == Fraction(chrf_core.CHRF(word_order=word_order, lowercase=lowercase,
+                                                           include_whitespace=whitespace).corpus_score(
+        ours["hypotheses"], ours["references"]).to_dict()["score_fraction"])

@@ -33,15 +33,15 @@ def test_popovic_english_example_matches_published_chrf_plus_plus_document_score
 
 
 def test_the_layers_constants_are_the_contracts():
-    assert CONTRACT["version"] == chrf_core.VERSION and CONTRACT["id"] == chrf_core.TOOL
-    assert CONTRACT["execute_url"] == chrf_core.EXECUTE_PATH
+    assert CONTRACT["version"] == chrf_core.contract.VERSION and CONTRACT["id"] == chrf_core.contract.TOOL
+    assert CONTRACT["execute_url"] == chrf_core.contract.EXECUTE_PATH
     assert CONTRACT["limits"]["max_segments"] == chrf_core.MAX_SEGMENTS
     assert CONTRACT["limits"]["max_text_bytes"] == chrf_core.MAX_TEXT_BYTES
     properties = CONTRACT["input_schema"]["properties"]
-    assert tuple(properties) == chrf_core.REQUEST_KEYS
-    assert list(chrf_core.AVERAGINGS) == properties["averaging"]["enum"]
+    assert tuple(properties) == chrf_core.contract.REQUEST_KEYS
+    assert list(chrf_core.contract.AVERAGINGS) == properties["averaging"]["enum"]
     from chrf_core.contract import INTEGER_RANGES
 
     for key, (low, high) in INTEGER_RANGES.items():
         assert (properties[key]["minimum"], properties[key]["maximum"]) == (low, high)
-    assert chrf_core.score({"hypotheses": ["a"], "references": ["a"]})["char_order"] == chrf_core.DEFAULTS.char_order
+    assert chrf_core.score({"hypotheses": ["a"], "references": ["a"]})["char_order"] == chrf_core.CHRF().char_order

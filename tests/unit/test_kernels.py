@@ -20,22 +20,24 @@ NATIVE_REQUIRED = os.environ.get("CHRF_REQUIRE_BUILD") == "1" and os.environ.get
 
 def kernels():
     """Every kernel this process can run: both, once the native one is built (make setup)."""
-    if "native" not in chrf_core.KERNELS and NATIVE_REQUIRED:
-        pytest.fail(f"the native kernel must load under make test: {chrf_core.KERNEL_ERROR}")
-    return sorted(chrf_core.KERNELS)
+    if "native" not in chrf_core.counting.KERNELS and NATIVE_REQUIRED:
+        pytest.fail(f"the native kernel must load under make test: {chrf_core.counting.KERNEL_ERROR}")
+    return sorted(chrf_core.counting.KERNELS)
 
 
 def run(kernel, hypotheses, references, char_order, word_order, include_whitespace=False, lowercase=False):
     if lowercase:
         hypotheses, references = [t.lower() for t in hypotheses], [t.lower() for t in references]
-    result = chrf_core.KERNELS[kernel](hypotheses, references, char_order, word_order, include_whitespace, False)
+    count = chrf_core.counting.KERNELS[kernel]
+    result = count(hypotheses, references, char_order, word_order, include_whitespace, False)
     return [list(triple) for triple in result]
 
 
 def test_the_native_kernel_is_active_when_the_suite_requires_it():
     if not NATIVE_REQUIRED:
         pytest.skip("make test requires the native kernel (CHRF_REQUIRE_BUILD=1)")
-    assert chrf_core.KERNEL == "native" and set(chrf_core.KERNELS) == {"native", "python"}, chrf_core.KERNEL_ERROR
+    assert chrf_core.KERNEL == "native" and set(chrf_core.counting.KERNELS) == {"native", "python"}, (
+        chrf_core.counting.KERNEL_ERROR)
 
 
 @st.composite
@@ -89,21 +91,21 @@ def test_kernels_agree_on_the_adversarial_requests(name):
 def test_per_segment_rows_sum_to_the_corpus_counts_in_every_kernel():
     hypotheses, references = near_limit("real", segments=40)
     for kernel in kernels():
-        rows = memoryview(chrf_core.KERNELS[kernel](hypotheses, references, 6, 2, False, True)).cast("q")
+        rows = memoryview(chrf_core.counting.KERNELS[kernel](hypotheses, references, 6, 2, False, True)).cast("q")
         assert len(rows) == 40 * 8 * 3
         totals = [sum(rows[k::24]) for k in range(24)]
         assert [totals[k : k + 3] for k in range(0, 24, 3)] == run(kernel, hypotheses, references, 6, 2)
 
 
 def test_native_kernel_rejects_non_text_segments_with_a_type_error():
-    if "native" not in chrf_core.KERNELS:
+    if "native" not in chrf_core.counting.KERNELS:
         pytest.skip("the native kernel is not built")
     with pytest.raises(TypeError, match=r"hypotheses\[1\] must be a str"):
-        chrf_core.KERNELS["native"](["a", 3], ["a", "b"], 2, 0, False, False)
+        chrf_core.counting.KERNELS["native"](["a", 3], ["a", "b"], 2, 0, False, False)
 
 
 def _layer_subprocess(env_extra, layer=None):
-    code = "import chrf_core, json; print(json.dumps([chrf_core.KERNEL, chrf_core.KERNEL_ERROR]))"
+    code = "import chrf_core, json; print(json.dumps([chrf_core.KERNEL, chrf_core.counting.KERNEL_ERROR]))"
     env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(layer or ROOT / "layers" / "chrf_core"),
            **env_extra}
     return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)

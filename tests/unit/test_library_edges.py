@@ -33,7 +33,9 @@ def run_python(script, *, native=True, timeout=300):
 
 CALLS = {
     "corpus_report": lambda h, r: chrf_core.corpus_report(h, r),
-    "corpus_counts": lambda h, r: chrf_core.corpus_counts(h, r),
+    "corpus_counts": lambda h, r: chrf_core.CHRF().corpus_counts(h, r),
+    "CHRF.corpus_score": lambda h, r: chrf_core.CHRF().corpus_score(h, r),
+    "CHRF.segment_scores": lambda h, r: chrf_core.CHRF().segment_scores(h, r),
     "segment_scores": lambda h, r: chrf_core.segment_scores(h, r),
     "segment_reports": lambda h, r: chrf_core.segment_reports(h, r),
     "pairwise": lambda h, r: chrf_core.pairwise(h, r),
@@ -90,7 +92,7 @@ def test_native_counting_holds_under_64_bytes_per_code_point():
     out, err, code = run_python("""
         import random, resource, chrf_core
         from payloads import real_pairs
-        assert chrf_core.KERNEL == "native", chrf_core.KERNEL_ERROR
+        assert chrf_core.KERNEL == "native", chrf_core.counting.KERNEL_ERROR
         random.seed(7)
         words = " ".join(text for pair in real_pairs() for text in pair).split()
         def text(size):
@@ -105,7 +107,7 @@ def test_native_counting_holds_under_64_bytes_per_code_point():
         budget = 64 * points
         resource.setrlimit(resource.RLIMIT_AS, (virtual + budget, virtual + budget))
         for settings in ({}, {"word_order": 2}, {"char_order": 10, "word_order": 4}):
-            counts = chrf_core.corpus_counts([hypothesis], [reference], **settings)
+            counts = chrf_core.CHRF(**settings).corpus_counts([hypothesis], [reference])
         print("counted", counts.orders[0][0])
         """, timeout=600)
     assert code == 0 and out.startswith("counted 3"), err[-2000:]
@@ -120,7 +122,7 @@ def test_ctrl_c_stops_a_long_native_count_within_a_second():
         text = "".join(random.choice("abcdefgh ") for _ in range(12_000_000))
         other = text[:6_000_000] + "x" + text[6_000_001:]
         print("started", flush=True)
-        chrf_core.corpus_counts([text], [other], char_order=10, word_order=4)
+        chrf_core.CHRF(char_order=10, word_order=4).corpus_counts([text], [other])
         print("finished", flush=True)
         """
     process = subprocess.Popen([sys.executable, "-c", textwrap.dedent(script)], stdout=subprocess.PIPE,
@@ -141,7 +143,7 @@ def test_ctrl_c_stops_a_long_native_count_within_a_second():
 
 
 def test_texts_with_more_distinct_units_than_the_kernels_histograms_hold_are_counted_alike():
-    if "native" not in chrf_core.KERNELS:
+    if "native" not in chrf_core.counting.KERNELS:
         pytest.skip("the native kernel is not built")
     import random
 
@@ -155,6 +157,6 @@ def test_texts_with_more_distinct_units_than_the_kernels_histograms_hold_are_cou
             (characters[::2], characters, 4, 0),
             (words, words.replace("w12 ", "x12 "), 0, 2),
             (words[: len(words) // 3], words, 2, 3)]:
-        native = chrf_core.KERNELS["native"]([hypothesis], [reference], char_order, word_order, False, False)
-        python = chrf_core.KERNELS["python"]([hypothesis], [reference], char_order, word_order, False, False)
+        native = chrf_core.counting.KERNELS["native"]([hypothesis], [reference], char_order, word_order, False, False)
+        python = chrf_core.counting.KERNELS["python"]([hypothesis], [reference], char_order, word_order, False, False)
         assert native == python

@@ -4,7 +4,8 @@ import itertools
 
 import chrf_core
 import pytest
-from chrf_core import Counts, Settings
+from chrf_core import CHRF as Settings
+from chrf_core.counting import Counts
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from support import requests_strategy
@@ -18,33 +19,33 @@ def test_merging_counts_of_random_chunks_equals_scoring_the_whole(request, data)
     bounds = [0, *cuts, size]
     settings_keys = {k: v for k, v in request.items() if k not in ("hypotheses", "references")}
     parts = [
-        chrf_core.compute_counts(
+        chrf_core.service.compute_counts(
             {"hypotheses": request["hypotheses"][a:b], "references": request["references"][a:b], **settings_keys}
         )
         for a, b in itertools.pairwise(bounds)
         if b > a
     ]
-    merged = chrf_core.merge_counts(parts)
-    assert merged == chrf_core.compute_counts(request)
+    merged = chrf_core.counting.merge_counts(parts)
+    assert merged == chrf_core.service.compute_counts(request)
     assert [part.inconsistency() for part in parts] == [None] * len(parts)  # real counts are never refused
-    assert chrf_core.build_report(merged) == chrf_core.score(request)
+    assert chrf_core.report.build_report(merged) == chrf_core.score(request)
 
 
 def test_counts_survive_a_json_round_trip():
-    counts = chrf_core.compute_counts({"hypotheses": ["a b c"], "references": ["a c b"], "word_order": 2})
+    counts = chrf_core.service.compute_counts({"hypotheses": ["a b c"], "references": ["a c b"], "word_order": 2})
     assert Counts.from_dict(counts.to_dict()) == counts
 
 
 def test_merging_counts_made_with_different_settings_is_an_error():
-    one = chrf_core.compute_counts({"hypotheses": ["a"], "references": ["a"]})
-    other = chrf_core.compute_counts({"hypotheses": ["a"], "references": ["a"], "beta": 3})
+    one = chrf_core.service.compute_counts({"hypotheses": ["a"], "references": ["a"]})
+    other = chrf_core.service.compute_counts({"hypotheses": ["a"], "references": ["a"], "beta": 3})
     with pytest.raises(ValueError, match="settings differ"):
-        chrf_core.merge_counts([one, other])
+        chrf_core.counting.merge_counts([one, other])
 
 
 def test_merging_nothing_is_an_error():
     with pytest.raises(ValueError, match="nothing to merge"):
-        chrf_core.merge_counts([])
+        chrf_core.counting.merge_counts([])
 
 
 @pytest.mark.parametrize(
@@ -74,7 +75,7 @@ def test_counts_of_any_texts_pass_every_consistency_rule(pairs, char_order, word
     settings_ = Settings(char_order=char_order, word_order=word_order, include_whitespace=whitespace,
                          lowercase=lowercase)
     try:
-        counts = chrf_core.count_segments(hypotheses, references, settings_)
+        counts = chrf_core.counting.count_segments(hypotheses, references, settings_)
     except UnicodeEncodeError:  # lone surrogates: the contract refuses them before counting
         return
     assert counts.inconsistency() is None

@@ -1,6 +1,6 @@
-"""The Python API (chrf_core.api): the documented examples run, every number equals the independent naive
-implementation's exact value under each counting kernel, corpora of any size stream in chunks, and bad input is
-refused as the contract refuses it, naming the field and the segment."""
+"""The Python API (chrf_core.CHRF and its module functions): the documented examples run, every number equals the
+independent naive implementation's exact value under each counting kernel, corpora of any size stream in chunks,
+and bad input is refused as the contract refuses it, naming the field and the segment."""
 
 import doctest
 import itertools
@@ -10,7 +10,8 @@ from fractions import Fraction
 import chrf_core
 import numpy
 import pytest
-from chrf_core import InvalidInputError, api, counting
+from chrf_core import InvalidInputError, counting
+from chrf_core import metric as api
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from naive_chrf import naive_score
@@ -55,7 +56,7 @@ def test_pairwise_on_real_translations_equals_one_segment_contract_scores(kernel
 
 
 def test_a_native_score_too_close_to_a_rounding_midpoint_is_computed_exactly(monkeypatch):
-    if "native" not in chrf_core.KERNELS:
+    if "native" not in chrf_core.counting.KERNELS:
         pytest.skip("the native kernel is not built")
     texts = [text for pair in real_pairs() for text in pair][:12]
     flagged = counting.NATIVE.pairwise(texts, texts, 6, 2, False, 2, False, 1, numpy.empty((12, 12)))
@@ -96,11 +97,11 @@ def test_the_corpus_report_of_many_segments_is_the_merge_of_its_chunks(kernel, m
     references = (pairs[(k * 3) % len(pairs)][1] for k in range(1000))
     monkeypatch.setattr(api, "CHUNK", 64)
     report = chrf_core.corpus_report(hypotheses, references, word_order=2)
-    chosen = chrf_core.settings_of(word_order=2)
-    whole = chrf_core.count_segments([pairs[k % len(pairs)][0] for k in range(1000)],
+    chosen = chrf_core.CHRF(word_order=2)
+    whole = chrf_core.counting.count_segments([pairs[k % len(pairs)][0] for k in range(1000)],
                                      [pairs[(k * 3) % len(pairs)][1] for k in range(1000)], chosen)
-    assert report == chrf_core.report_of(whole) and report.segment_count == 1000
-    assert report.to_dict() == chrf_core.build_report(whole)
+    assert report == chrf_core.report.report_of(whole) and report.segment_count == 1000
+    assert report.to_dict() == chrf_core.report.build_report(whole)
 
 
 def test_a_small_corpus_report_is_the_contract_output(kernel):
@@ -127,7 +128,7 @@ def test_segment_scores_and_reports_are_each_segments_own_and_read_lazily(kernel
 @pytest.mark.parametrize(
     ("call", "message"),
     [
-        (lambda: chrf_core.settings_of(beta=0), "beta: must be an integer from 1 to 16, got 0"),
+        (lambda: chrf_core.CHRF(beta=0), "beta: must be an integer from 1 to 16, got 0"),
         (lambda: chrf_core.corpus_report(["a"], ["a"], char_order=0), "word_order: char_order and word_order"),
         (lambda: chrf_core.pairwise(["a"], ["a"], lowercase=1), "lowercase: must be a boolean"),
         (lambda: chrf_core.segment_scores(["a"], ["a"], wordorder=2), "settings: unknown key"),
@@ -180,9 +181,10 @@ def test_the_readme_python_example_runs_and_picks_the_candidate_the_others_agree
     candidates = ["the cat sat on the mat", "a cat sat on the mat", "the cat sat on a mat", "dogs bark"]
     namespace = {"hypotheses": [h for h, _ in pairs], "references": [r for _, r in pairs], "candidates": candidates}
     exec(compile(example, "README.md", "exec"), namespace)
+    result = namespace["result"]
     assert namespace["best"] == "the cat sat on the mat"
-    assert namespace["report"].segment_count == 10 and len(namespace["scores"]) == 10
-    assert capsys.readouterr().out.split()[1] == namespace["report"].to_dict()["score"]
+    assert namespace["report"] == result.to_dict() and result.segment_count == 10 and len(namespace["scores"]) == 10
+    assert capsys.readouterr().out.split()[:3] == ["chrF2++", "=", f"{result.score:.2f}"]
 
 
 def test_ctrl_c_stops_a_large_native_pairwise_matrix_within_a_row(tmp_path):
@@ -193,7 +195,7 @@ def test_ctrl_c_stops_a_large_native_pairwise_matrix_within_a_row(tmp_path):
 
     from support import ROOT
 
-    if "native" not in chrf_core.KERNELS:
+    if "native" not in chrf_core.counting.KERNELS:
         pytest.skip("the native kernel is not built")
     # A process started in the background may inherit SIGINT ignored: the child restores Python's own handler.
     script = ("import signal; signal.signal(signal.SIGINT, signal.default_int_handler)\n"

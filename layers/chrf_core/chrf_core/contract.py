@@ -1,12 +1,11 @@
 """The contract's names, limits and defaults: the one place every other module and tool reads them from.
 
-chrf-components 1.0.0 (spec/chrf-components.json). The SAM template and the OpenAPI document cannot import
-Python, so the suite checks that they say the same.
+chrf-components 1.0.0 (spec/chrf-components.json). The settings themselves, their defaults and their rules are the
+fields of :class:`chrf_core.CHRF`. The SAM template and the OpenAPI document cannot import Python, so the suite
+checks that they say the same.
 """
 
 from __future__ import annotations
-
-from typing import NamedTuple
 
 TOOL = "chrf-components"
 VERSION = "1.0.0"
@@ -21,23 +20,5 @@ TEXT_SIDES = dict(zip(TEXT_KEYS, ITEM_KEYS))  # contract key -> one segment's si
 AVERAGINGS = ("precision_recall", "per_order_f")
 INTEGER_RANGES = {"char_order": (0, 10), "word_order": (0, 4), "beta": (1, 16)}
 BOOLEAN_KEYS = ("lowercase", "include_whitespace")
-
-
-class Settings(NamedTuple):
-    """The scoring settings of a request, the contract's defaults filled in (output key order)."""
-
-    char_order: int = 6
-    word_order: int = 0
-    beta: int = 2
-    lowercase: bool = False
-    include_whitespace: bool = False
-    averaging: str = AVERAGINGS[0]
-
-    def as_dict(self) -> dict[str, int | bool | str]:
-        """The settings as the output echoes them."""
-        return dict(self._asdict())
-
-
-SETTING_KEYS: tuple[str, ...] = Settings._fields
+SETTING_KEYS: tuple[str, ...] = (*INTEGER_RANGES, *BOOLEAN_KEYS, "averaging")  # the output's key order
 REQUEST_KEYS: tuple[str, ...] = TEXT_KEYS + SETTING_KEYS
-DEFAULTS = Settings()

@@ -10,11 +10,16 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import python_kernel
-from .contract import INTEGER_RANGES, SETTING_KEYS, Settings
+from .contract import INTEGER_RANGES, SETTING_KEYS
 from .errors import InvalidInputError
+
+if TYPE_CHECKING:
+    import numpy
+
+    from .metric import CHRF
 
 Triple = tuple[int, int, int]
 
@@ -54,9 +59,16 @@ class Counts(NamedTuple):
     Orders are character n = 1..char_order, then word n = 1..word_order.
     """
 
-    settings: Settings
+    settings: CHRF
     segment_count: int
     orders: tuple[Triple, ...]
+
+    @classmethod
+    def of_array(cls, settings: CHRF, segment_count: int, summed: Any) -> Counts:
+        """Counts from an array of (hypothesis, reference, matching) per order: shape (orders, 3), or flat."""
+        flat = [int(value) for value in (summed.reshape(-1).tolist() if hasattr(summed, "reshape") else summed)]
+        return cls(settings, segment_count, tuple((flat[k], flat[k + 1], flat[k + 2])
+                                                  for k in range(0, len(flat), 3)))
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready form, for carrying counts between processes (for example pipeline batches)."""
@@ -69,7 +81,7 @@ class Counts(NamedTuple):
     @classmethod
     def from_dict(cls, data: Any) -> Counts:
         """Rebuild counts from :meth:`to_dict` output, checking every value (they may come from storage)."""
-        from .request import parse_strict_settings
+        from .metric import CHRF
 
         if not isinstance(data, dict) or set(data) != {"settings", "segment_count", "orders"}:
             raise ValueError("counts: expected an object with settings, segment_count and orders")
@@ -78,7 +90,7 @@ class Counts(NamedTuple):
                 type(settings_data[key]) is not int for key in INTEGER_RANGES):
             raise ValueError("counts: settings must name every setting, integers as integers")
         try:
-            settings = parse_strict_settings(settings_data)
+            settings = CHRF.of_settings(settings_data)
         except InvalidInputError as error:
             raise ValueError(f"counts: {error.message}") from None
         if type(segment_count) is not int or segment_count < 1:
@@ -140,28 +152,50 @@ def order_labels(char_order: int, word_order: int) -> list[tuple[str, int]]:
     return [("char", n) for n in range(1, char_order + 1)] + [("word", n) for n in range(1, word_order + 1)]
 
 
-def _run(hypotheses: Sequence[str], references: Sequence[str], settings: Settings, per_segment: bool) -> Any:
-    if settings.lowercase:
-        hypotheses = [text.lower() for text in hypotheses]
-        references = [text.lower() for text in references]
-    return KERNELS[KERNEL](
-        hypotheses, references, settings.char_order, settings.word_order, settings.include_whitespace, per_segment
-    )
+def lowercased(texts: Sequence[str], settings: CHRF) -> Sequence[str]:
+    """The texts as the kernels count them: lowercased when the settings ask for it (copies; inputs unchanged)."""
+    return [text.lower() for text in texts] if settings.lowercase else texts
 
 
-def count_segments(hypotheses: Sequence[str], references: Sequence[str], settings: Settings) -> Counts:
+def _count(hypotheses: Sequence[str], references: Sequence[str], settings: CHRF, per_segment: bool) -> Any:
+    if len(hypotheses) != len(references):
+        raise ValueError("counting: hypotheses and references differ in number")
+    return KERNELS[KERNEL](lowercased(hypotheses, settings), lowercased(references, settings), settings.char_order,
+                           settings.word_order, settings.include_whitespace, per_segment)
+
+
+def count_segments(hypotheses: Sequence[str], references: Sequence[str], settings: CHRF) -> Counts:
     """Counts of every order summed over line-aligned, already validated segments."""
-    if len(hypotheses) != len(references):
-        raise ValueError("count_segments: hypotheses and references differ in number")
-    return Counts(settings, len(hypotheses), _run(hypotheses, references, settings, per_segment=False))
+    return Counts(settings, len(hypotheses), _count(hypotheses, references, settings, per_segment=False))
 
 
-def segment_rows(hypotheses: Sequence[str], references: Sequence[str], settings: Settings) -> memoryview:
-    """Each segment's own counts: a flat int64 view, one row of 3 * (char_order + word_order) per segment
-    (hypothesis, reference, matching for each order in turn)."""
-    if len(hypotheses) != len(references):
-        raise ValueError("segment_rows: hypotheses and references differ in number")
-    return memoryview(_run(hypotheses, references, settings, per_segment=True)).cast("q")
+def segment_counts(hypotheses: Sequence[str], references: Sequence[str], settings: CHRF) -> numpy.ndarray:
+    """Each segment's own counts: an int64 NumPy array shaped (segments, orders, 3), (hypothesis n-grams, reference
+    n-grams, matches) per order."""
+    import numpy
+
+    data = _count(hypotheses, references, settings, per_segment=True)
+    return numpy.frombuffer(data, dtype=numpy.int64).reshape(len(hypotheses), settings.orders, 3)
+
+
+def pairwise(hypotheses: Sequence[str], references: Sequence[str], settings: CHRF,
+             tolerance_bits: int) -> tuple[numpy.ndarray, list[int]]:
+    """Every hypothesis against every reference: the float64 matrix of scores and the flat indices whose rounding
+    the native kernel could not decide (the Python kernel's scores are all exact)."""
+    import numpy
+
+    from .report import exact_score
+
+    matrix = numpy.empty((len(hypotheses), len(references)))
+    counted = lowercased(hypotheses, settings), lowercased(references, settings)
+    if KERNEL == "native":
+        undecided = NATIVE.pairwise(*counted, settings.char_order, settings.word_order, settings.include_whitespace,
+                                    settings.beta, settings.averaging == "per_order_f", tolerance_bits, matrix)
+        return matrix, undecided
+    for row, pairs in zip(matrix, python_kernel.pairwise(*counted, settings.char_order, settings.word_order,
+                                                         settings.include_whitespace)):
+        row[:] = [float(exact_score(settings, orders)) for orders in pairs]
+    return matrix, []
 
 
 def merge_counts(parts: Iterable[Counts]) -> Counts:

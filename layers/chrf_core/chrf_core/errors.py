@@ -9,7 +9,9 @@ encodable as UTF-8.
 from __future__ import annotations
 
 import json
+import math
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from .contract import TEXT_SIDES
@@ -79,6 +81,27 @@ class InvalidInputError(ValueError):
     def envelope(self) -> str:
         """The HTTP 400 body, ``{"error": {...}}``, as JSON text (UTF-8 ready: nothing unencodable)."""
         return error_envelope(**self.to_dict())
+
+
+def unknown_key_error(key: Any, allowed: Sequence[str], subject: str = "request") -> InvalidInputError:
+    """An unknown key: named once (in ``field``), shortened and encodable, with the keys that are allowed."""
+    return InvalidInputError(
+        shown(str(key)), f"unknown key (named in field); allowed keys are {', '.join(allowed)}", subject=subject,
+        caller_key=True,
+    )
+
+
+def describe(value: Any) -> str:
+    """A short, content-free description of a JSON value, for error messages (texts are never echoed)."""
+    if value is None or type(value) is bool:
+        return "null" if value is None else "a boolean"
+    if isinstance(value, (int, float)):
+        if isinstance(value, float) and not math.isfinite(value):
+            return "a non-finite number"
+        return f"the number {value!r}" if abs(value) < 10**15 else "a number out of range"
+    kinds = {str: "a string", list: "an array", dict: "an object"}
+    return next((kind for cls, kind in kinds.items() if isinstance(value, cls)),
+                f"a value of type {type(value).__name__}")
 
 
 def error_envelope(code: str, message: str, **fields: Any) -> str:

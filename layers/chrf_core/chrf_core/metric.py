@@ -1,0 +1,270 @@
+"""``CHRF``: the scoring settings, checked by the contract's rules, and everything scored with them.
+
+It is shaped like sacreBLEU's ``CHRF``: settings as keyword arguments (named and defaulted as the contract names
+them), then ``corpus_score``, ``sentence_score`` and, for minimum Bayes risk decoding, ``pairwise``; every number is
+the contract's, exact. The whole project passes settings around as a ``CHRF``.
+
+>>> from chrf_core import CHRF
+>>> hypotheses = ["The cat sat on the mat.", "A dog barked."]
+>>> references = ["The cat sat on a mat.", "The dog barked loudly."]
+>>> chrf = CHRF(word_order=2)
+>>> result = chrf.corpus_score(hypotheses, [references])  # sacreBLEU's layout: a list of one reference stream
+>>> print(result)
+chrF2++ = 58.80
+>>> result.score, result.exact
+(58.80446480935931, Fraction(567927957436544725, 9657905386567746))
+>>> result.to_dict()["score"], result.orders[6]
+('58.804465', OrderScore(type='word', n=1, hypothesis_ngrams=11, reference_ngrams=12, matching_ngrams=9, beta=2))
+>>> chrf.signature
+'chrf-components:1.0.0|chrF2++|nc:6|nw:2|space:no|case:mixed|avg:precision_recall|hyp:all'
+>>> chrf.segment_scores(hypotheses, references).round(2).tolist()
+[72.66, 44.17]
+>>> chrf.pairwise(["a cat", "the dog"], ["the cat", "a dog"]).tolist()
+[[29.363033873343152, 12.5], [20.625, 36.85304990757856]]
+>>> CHRF(beta=0)
+Traceback (most recent call last):
+chrf_core.errors.InvalidInputError: beta: must be an integer from 1 to 16, got 0
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import InitVar, dataclass, fields
+from fractions import Fraction
+from itertools import islice
+from typing import TYPE_CHECKING, Any, Literal, overload
+
+from . import counting
+from .contract import AVERAGINGS, INTEGER_RANGES, SETTING_KEYS, TEXT_KEYS, TOOL, VERSION
+from .errors import InvalidInputError, describe, unknown_key_error
+from .report import Report, exact_score, float_scores, report_of
+from .texts import MAX_TEXT_LENGTH, check_chunk, check_encodable, check_strings, not_one_text
+
+if TYPE_CHECKING:
+    import numpy
+
+CHUNK = 4096  # segments read and counted at a time
+TOLERANCE_BITS = 80  # a native pairwise score within 2^-80 of a rounding midpoint is recomputed exactly
+
+
+@dataclass(frozen=True)
+class CHRF:
+    """chrF / chrF++ with the contract's settings: character orders 1..char_order, word orders 1..word_order (2 gives
+    chrF++), recall weighted beta times precision, optional lowercasing and whitespace kept in character n-grams,
+    and the averaging (``"precision_recall"``: sacreBLEU 2.x; ``"per_order_f"``: chrF++.py's arithmetic).
+
+    A rule broken on construction raises :class:`InvalidInputError` (a ValueError) naming the setting; 6.0 counts as 6
+    (as in JSON), a boolean never counts as a number. sacreBLEU's ``whitespace`` is accepted for
+    ``include_whitespace``, and its ``eps_smoothing`` as False. Instances are immutable and hashable."""
+
+    char_order: int = 6
+    word_order: int = 0
+    beta: int = 2
+    lowercase: bool = False
+    include_whitespace: bool = False
+    averaging: str = AVERAGINGS[0]
+    whitespace: InitVar[bool | None] = None  # sacreBLEU's name for include_whitespace
+    eps_smoothing: InitVar[bool] = False  # sacreBLEU's option; the contract adds no epsilon
+
+    def __post_init__(self, whitespace: bool | None, eps_smoothing: bool) -> None:
+        if whitespace is not None:
+            object.__setattr__(self, "include_whitespace", whitespace)
+        if eps_smoothing is not False:
+            raise InvalidInputError("eps_smoothing", "sacreBLEU's epsilon smoothing is outside the contract (only "
+                                                     "False)")
+        for key, (low, high) in INTEGER_RANGES.items():
+            object.__setattr__(self, key, _integer(key, getattr(self, key), low, high))
+            if key == "word_order" and self.char_order == 0 and self.word_order == 0:
+                raise InvalidInputError("word_order", "char_order and word_order cannot both be 0")
+        for key in ("lowercase", "include_whitespace"):
+            if type(getattr(self, key)) is not bool:
+                raise InvalidInputError(key, f"must be a boolean (true or false), got {describe(getattr(self, key))}")
+        if type(self.averaging) is not str or self.averaging not in AVERAGINGS:
+            raise InvalidInputError("averaging",
+                                    f"must be one of {', '.join(AVERAGINGS)}, got {describe(self.averaging)}")
+
+    @classmethod
+    def of(cls, values: Mapping[str, Any]) -> CHRF:
+        """The settings among ``values`` (a request's other keys are ignored), defaults for the missing ones."""
+        return cls(**{key: values[key] for key in SETTING_KEYS if key in values})
+
+    @classmethod
+    def of_settings(cls, values: Any, subject: str = "settings") -> CHRF:
+        """An object of settings alone (a pipeline execution's or batch's, a Python call's): nothing but setting
+        keys, each by its rule."""
+        if not isinstance(values, dict):
+            raise InvalidInputError("settings", "must be an object of scoring settings")
+        for key in values:
+            if key not in SETTING_KEYS:
+                raise unknown_key_error(key, SETTING_KEYS, subject=subject)
+        return cls.of(values)
+
+    def as_dict(self) -> dict[str, int | bool | str]:
+        """The settings as the output echoes them, in its key order."""
+        return {field.name: getattr(self, field.name) for field in fields(self)}
+
+    @property
+    def orders(self) -> int:
+        return self.char_order + self.word_order
+
+    @property
+    def name(self) -> str:
+        """chrF2, chrF2+ (word unigrams), chrF2++ (word bigrams) as sacreBLEU names them; chrF2+w3 beyond."""
+        suffix = {0: "", 1: "+", 2: "++"}.get(self.word_order, f"+w{self.word_order}")
+        return f"chrF{self.beta}{suffix}" if self.char_order else f"wordF{self.beta}"
+
+    @property
+    def signature(self) -> str:
+        """Every setting that changes the number, sacreBLEU-style but not to be taken for a sacreBLEU signature:
+        this tool counts every hypothesis n-gram (``hyp:all``), where sacreBLEU drops those of orders a reference
+        lacks."""
+        return "|".join([f"{TOOL}:{VERSION}", self.name, f"nc:{self.char_order}", f"nw:{self.word_order}",
+                         f"space:{'yes' if self.include_whitespace else 'no'}",
+                         f"case:{'lc' if self.lowercase else 'mixed'}", f"avg:{self.averaging}", "hyp:all"])
+
+    def get_signature(self) -> str:
+        """:attr:`signature`, under sacreBLEU's method name."""
+        return self.signature
+
+    # ---- scoring ---------------------------------------------------------------------------------------------
+
+    def corpus_score(self, hypotheses: Iterable[str], references: Iterable[str] | Sequence[Iterable[str]]) -> Report:
+        """The corpus score of line-aligned segments, with every order's counts and exact fractions; ``to_dict()``
+        is the contract's JSON output (the service's and the corpus pipeline's for the same segments).
+
+        ``references`` as sacreBLEU takes it, a list holding one reference stream, or that stream itself. Any
+        iterables, of any length: they are read CHUNK segments at a time."""
+        return report_of(self.corpus_counts(hypotheses, references))
+
+    def corpus_counts(self, hypotheses: Iterable[str],
+                      references: Iterable[str] | Sequence[Iterable[str]]) -> counting.Counts:
+        """The per-order counts behind :meth:`corpus_score` (mergeable with other segments' counts)."""
+        parts = [counting.count_segments(chunk[0], chunk[1], self)
+                 for chunk in _chunks(*_streams(hypotheses, references))]
+        if not parts:
+            raise InvalidInputError(TEXT_KEYS[0], "at least 1 segment, got 0")
+        return counting.merge_counts(parts)
+
+    def sentence_score(self, hypothesis: str, references: str | Sequence[str]) -> Report:
+        """One segment's score (sacreBLEU's ``sentence_score``: the references as a list, here of exactly one)."""
+        if not isinstance(hypothesis, str):
+            raise TypeError(f"hypothesis: expected a str, got {type(hypothesis).__name__}")
+        if not isinstance(references, str):
+            if len(references) != 1:
+                raise ValueError(f"references: {len(references)} references; multiple references per segment "
+                                 "are outside the contract (give exactly one)")
+            references = references[0]
+        return self.corpus_score([hypothesis], [references])
+
+    @overload
+    def segment_scores(self, hypotheses: Iterable[str], references: Iterable[str] | Sequence[Iterable[str]],
+                       exact: Literal[False] = False) -> numpy.ndarray | Iterator[float]: ...
+
+    @overload
+    def segment_scores(self, hypotheses: Iterable[str], references: Iterable[str] | Sequence[Iterable[str]],
+                       exact: Literal[True]) -> Iterator[Fraction]: ...
+
+    def segment_scores(self, hypotheses: Iterable[str], references: Iterable[str] | Sequence[Iterable[str]],
+                       exact: bool = False) -> numpy.ndarray | Iterator[float] | Iterator[Fraction]:
+        """Each segment's own score (0..100), in order: a float64 NumPy array when both sides are sequences, else
+        an iterator that reads the segments as it goes; with ``exact``, an iterator of exact Fractions. The floats
+        come from one vectorised formula, within 1e-12 of the exact value (which ``exact`` gives)."""
+        hypotheses, references = _streams(hypotheses, references)
+        if exact:
+            return (exact_score(self, orders) for orders in self._segment_counts(hypotheses, references))
+        floats = (float_scores(self, counting.segment_counts(chunk[0], chunk[1], self))
+                  for chunk in _chunks(hypotheses, references))
+        if isinstance(hypotheses, Sequence) and isinstance(references, Sequence):
+            import numpy
+
+            parts = list(floats)
+            return numpy.concatenate(parts) if parts else numpy.empty(0)
+        return (score for part in floats for score in part.tolist())
+
+    def segment_reports(self, hypotheses: Iterable[str],
+                        references: Iterable[str] | Sequence[Iterable[str]]) -> Iterator[Report]:
+        """Each segment's own report, in order, as the segments are read."""
+        hypotheses, references = _streams(hypotheses, references)
+        return (report_of(counting.Counts(self, 1, orders)) for orders in self._segment_counts(hypotheses, references))
+
+    def pairwise(self, hypotheses: Sequence[str], references: Sequence[str]) -> numpy.ndarray:
+        """Every hypothesis scored against every reference alone, as for minimum Bayes risk decoding: a float64
+        NumPy array shaped (len(hypotheses), len(references)), each entry correctly rounded from its exact
+        fraction. The native kernel counts each text's n-grams once, without the GIL; the texts together may hold
+        at most MAX_TEXT_LENGTH code points."""
+        sides = [_segments(key, texts) for key, texts in zip(TEXT_KEYS, (hypotheses, references))]
+        for key, texts in zip(TEXT_KEYS, sides):
+            if not texts:
+                raise InvalidInputError(key, "at least 1 segment, got 0")
+            check_strings(key, texts)
+            check_encodable(key, texts)
+        total = sum(map(len, sides[0])) + sum(map(len, sides[1]))
+        if total > MAX_TEXT_LENGTH:
+            raise InvalidInputError(None, f"at most {MAX_TEXT_LENGTH} code points in all texts together, got "
+                                          f"{total}", subject="texts")
+        matrix, undecided = counting.pairwise(sides[0], sides[1], self, TOLERANCE_BITS)
+        flat = matrix.reshape(-1)
+        for index in undecided:
+            hypothesis, reference = divmod(index, len(sides[1]))
+            orders = counting.count_segments([sides[0][hypothesis]], [sides[1][reference]], self).orders
+            flat[index] = float(exact_score(self, orders))
+        return matrix
+
+    def _segment_counts(self, hypotheses: Iterable[str],
+                        references: Iterable[str]) -> Iterator[tuple[counting.Triple, ...]]:
+        for chunk in _chunks(hypotheses, references):
+            for row in counting.segment_counts(chunk[0], chunk[1], self).tolist():
+                yield tuple(map(tuple, row))
+
+
+def _integer(key: str, value: Any, low: int, high: int) -> int:
+    """An integer setting under JSON Schema rules: 6.0 is the integer 6, booleans and non-finite numbers are not."""
+    if type(value) is float and math.isfinite(value) and value.is_integer():
+        value = int(value)
+    if type(value) is not int:
+        raise InvalidInputError(key, f"must be an integer from {low} to {high}, got {describe(value)}")
+    if not low <= value <= high:
+        shown_value = value if abs(value) < 10**15 else "a number out of range"
+        raise InvalidInputError(key, f"must be an integer from {low} to {high}, got {shown_value}")
+    return value
+
+
+def _segments(name: str, texts: Iterable[str]) -> list[str]:
+    not_one_text(name, texts)
+    return list(texts)
+
+
+def _streams(hypotheses: Iterable[str],
+             references: Iterable[str] | Sequence[Iterable[str]]) -> tuple[Iterable[str], Iterable[str]]:
+    """The hypotheses and the one reference stream (``references`` as sacreBLEU takes it: a list of streams, of
+    which the contract allows one; or that stream itself)."""
+    not_one_text(TEXT_KEYS[0], hypotheses)
+    not_one_text(TEXT_KEYS[1], references)
+    if isinstance(references, Sequence) and references and isinstance(references[0], Iterable) and not isinstance(
+            references[0], (str, bytes)):
+        if len(references) > 1:
+            raise ValueError(f"references: {len(references)} reference streams; multiple references per segment "
+                             "are outside the contract (give one stream)")
+        stream: Iterable[str] = references[0]
+        not_one_text(TEXT_KEYS[1], stream)
+        return hypotheses, stream
+    return hypotheses, references  # type: ignore[return-value]
+
+
+def _chunks(hypotheses: Iterable[str], references: Iterable[str]) -> Iterator[tuple[list[str], list[str]]]:
+    """Aligned chunks of checked texts; unequal numbers of segments are an error when the shorter side ends."""
+    hypothesis_stream, reference_stream = iter(hypotheses), iter(references)
+    offset = 0
+    while True:
+        chunk: tuple[list[str], list[str]] = list(islice(hypothesis_stream, CHUNK)), []
+        chunk[1].extend(islice(reference_stream, len(chunk[0]) or 1))
+        if len(chunk[0]) != len(chunk[1]):
+            found = f"more than {offset}" if len(chunk[1]) > len(chunk[0]) else f"only {offset + len(chunk[1])}"
+            raise InvalidInputError(TEXT_KEYS[1], f"must have as many segments as hypotheses, got {found}")
+        if not chunk[0]:
+            return
+        for key, texts in zip(TEXT_KEYS, chunk):
+            check_chunk(key, texts, offset)
+        yield chunk
+        offset += len(chunk[0])

@@ -1,0 +1,55 @@
+"""The rules every text obeys, wherever it comes from (a request, a batch, a Python call): a string, encodable as
+UTF-8 (no lone surrogate), at most MAX_TEXT_LENGTH code points; and a side's segments are never one str."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from .errors import LONE_SURROGATE, InvalidInputError, describe
+
+# Code points of one text, and of all texts of one pairwise call together: the native kernel's 32-bit indices.
+MAX_TEXT_LENGTH = 2**28 - 1
+
+
+def check_strings(key: str, texts: Sequence[Any], offset: int = 0) -> None:
+    """Every text is a string (``offset``: the index of the first, when these are part of a longer stream)."""
+    for index, text in enumerate(texts, offset):
+        if not isinstance(text, str):
+            raise InvalidInputError(key, f"must be a string, got {describe(text)}", index=index)
+
+
+def check_encodable(key: str, texts: Sequence[str], offset: int = 0) -> None:
+    """No text holds a lone surrogate (which cannot be UTF-8)."""
+    for index, text in enumerate(texts, offset):
+        if not text.isascii() and LONE_SURROGATE.search(text):
+            raise InvalidInputError(key, "must not contain a lone surrogate code point (U+D800..U+DFFF)", index=index)
+
+
+def check_length(key: str, texts: Sequence[str], offset: int = 0) -> None:
+    """No text holds more than MAX_TEXT_LENGTH code points (what both kernels count; the service's texts are far
+    shorter)."""
+    for index, text in enumerate(texts, offset):
+        if len(text) > MAX_TEXT_LENGTH:
+            raise InvalidInputError(key, f"at most {MAX_TEXT_LENGTH} code points, got {len(text)}", index=index)
+
+
+def check_chunk(key: str, texts: Sequence[Any], offset: int = 0) -> None:
+    """Every rule a text of a Python call obeys."""
+    check_strings(key, texts, offset)
+    check_encodable(key, texts, offset)
+    check_length(key, texts, offset)
+
+
+def not_one_text(name: str, texts: object) -> None:
+    """A single str where a side's segments belong is a mistake (it would be scored one character per segment)."""
+    if isinstance(texts, (str, bytes)):
+        raise TypeError(f"{name}: expected a sequence of segments (one str each), got a single "
+                        f"{type(texts).__name__}; wrap it in a list")
+
+
+def utf8_size(text: str) -> int:
+    """UTF-8 size of a text as the size limit counts it (a lone surrogate as the 3 bytes of its encoded form)."""
+    if text.isascii():
+        return len(text)
+    return len(text.encode("utf-8", "surrogatepass"))
