@@ -122,8 +122,8 @@ def test_the_aarch64_wheel_loads_its_native_kernel_in_an_arm64_python_under_qemu
     target = tmp_path / "site-packages"
     installed = subprocess.run(
         [sys.executable, "-m", "pip", "install", "--no-index", "--find-links", str(WHEELHOUSE), "--only-binary=:all:",
-         "--platform", "manylinux_2_28_aarch64", "--python-version", "3.13", "--implementation", "cp", "--target",
-         str(target), str(wheel)], capture_output=True, text=True, timeout=300)  # with NumPy, its one dependency
+         "--platform", "manylinux_2_17_aarch64", "--platform", "manylinux_2_28_aarch64", "--python-version", "3.13",
+         "--implementation", "cp", "--target", str(target), str(wheel)], capture_output=True, text=True, timeout=300)
     assert installed.returncode == 0, installed.stderr
     completed = run_script(python, texts, tmp_path, {"LANG": "C.UTF-8"},
                            [qemu, "-cpu", "neoverse-n1", "-L", str(ARM64_PYTHON)], target)
