@@ -4,7 +4,9 @@
 # configuration and unpacked with dpkg -x into one folder. Usage: fetch-python.sh ROOT
 set -euo pipefail
 root=${1:?usage: fetch-python.sh ROOT}
-[ -x "$root/usr/bin/python3.13" ] && exit 0
+# The list of packages below, so that a cached root is fetched again when it changes.
+manifest="python3.13 libstdc++6 for NumPy"
+[ -x "$root/usr/bin/python3.13" ] && [ "$(cat "$root/.fetched" 2>/dev/null)" = "$manifest" ] && exit 0
 command -v apt-get >/dev/null && command -v dpkg >/dev/null || { echo "needs apt-get and dpkg (Debian)"; exit 1; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -27,11 +29,12 @@ CONF
 export APT_CONFIG="$work/apt.conf"
 apt-get -q update >/dev/null
 packages=(python3.13-minimal libpython3.13-minimal libpython3.13-stdlib libc6 libexpat1 zlib1g libssl3t64
-          libffi8 libmpdec4 libbz2-1.0 liblzma5 libzstd1)
+          libffi8 libmpdec4 libbz2-1.0 liblzma5 libzstd1 libstdc++6 libgcc-s1)  # the last two: NumPy's
 (cd "$work/debs" && apt-get -q download "${packages[@]/%/:arm64}" >/dev/null)
 mkdir -p "$root.partial"
 for deb in "$work"/debs/*.deb; do dpkg -x "$deb" "$root.partial"; done
 ln -sfn usr/lib "$root.partial/lib"
 ln -sfn usr/bin "$root.partial/bin"
+echo "$manifest" > "$root.partial/.fetched"
 rm -rf "$root" && mv "$root.partial" "$root"
 echo "arm64 Python 3.13 in $root"
