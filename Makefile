@@ -16,7 +16,7 @@ export AWS_DEFAULT_REGION ?= us-east-1
 export AWS_REGION ?= $(AWS_DEFAULT_REGION)
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: setup setup-dev setup-sam kernel run test lint build arm64-python dist wheelhouse bench bench-counts sanitize clean
+.PHONY: setup setup-dev setup-sam kernel run test lint build arm64-python dist wheelhouse sam-local bench bench-counts sanitize clean
 
 # What running needs: the runtime dependencies and the command line (with the host's native kernel).
 setup: $(VENV)/.installed kernel
@@ -100,10 +100,18 @@ wheelhouse: setup
 	$(BIN)/pip download -q --only-binary=:all: --platform manylinux_2_28_aarch64 --python-version 3.13 \
 		--implementation cp -d $(WHEELHOUSE) numpy==2.4.6
 
+# The real SAM CLI's local commands on this template (tests/sam_local/): every sample event through `sam local
+# invoke`, then one warm start-lambda and start-api against `serve`. Needs a container engine (one running, or
+# Debian's docker.io to start as root) and mmdebstrap to build the python3.13 image offline; says so and skips
+# otherwise (fails under CHRF_REQUIRE_TOOLS=1). Leaves no daemon or container running.
+sam-local: setup-dev build
+	CHRF_SAM_LOCAL=1 $(BIN)/python -m pytest tests/sam_local
+
 # Everything, under both counting kernels: the suite with the native kernel (which must load), then the layer,
 # handler and pipeline tests again with the pure-Python kernel.
 test: lint build arm64-python dist wheelhouse
 	CHRF_REQUIRE_BUILD=1 $(BIN)/python -m pytest
+	$(MAKE) --no-print-directory sam-local
 	CHRF_CORE_NATIVE=0 $(BIN)/python -m pytest tests/unit tests/handler tests/pipeline
 
 bench: setup-dev

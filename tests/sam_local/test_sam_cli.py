@@ -1,0 +1,225 @@
+"""The real SAM CLI runs this template offline, and `chrf-components serve` answers as it does.
+
+* Every sample event through `sam local invoke` equals its expected file (what the handler returns; for a failing
+  direct invocation, Lambda's errorType and errorMessage).
+* One warm `sam local start-lambda`, for boto3 and the AWS CLI, and `serve`'s Invoke API get the same calls: every
+  sample event and a few hundred generated requests, valid and invalid, to all three functions; the same status,
+  payload, FunctionError and error shape.
+* One warm `sam local start-api` and `serve`'s HTTP API get the same requests: the same status and body, where SAM
+  does what API Gateway does (SAM does not check IAM: the tests run `serve` without --iam, and
+  tests/cli/test_serve_iam.py pins what AWS does with signatures).
+* The corpus pipeline with invalid input fails through SAM as it does on AWS: InvalidInputError naming the line.
+"""
+
+import http.client
+import json
+import os
+import random
+import subprocess
+import sys
+from urllib.parse import urlsplit
+
+import boto3
+import harness
+import pytest
+from botocore.config import Config
+from payloads import real_pairs
+from support import ROOT
+from validation_cases import RULE_CASES
+
+EVENTS = ROOT / "events"
+SAMPLES = sorted(path for path in EVENTS.glob("*.json") if not path.name.endswith(".expected.json"))
+FAKE = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1"}
+
+
+def expected_for(path):
+    return json.loads(path.with_name(path.stem + ".expected.json").read_text(encoding="utf-8"))
+
+
+def without_trace(payload):
+    if isinstance(payload, dict) and "errorType" in payload:
+        return {key: payload[key] for key in ("errorType", "errorMessage")}
+    return payload
+
+
+def function_of(path):
+    return "ChrfComponentsFunction"
+
+
+@pytest.mark.parametrize("path", SAMPLES, ids=lambda path: path.stem)
+def test_every_sample_event_through_sam_local_invoke_equals_its_expected_file(docker_host, lambda_image,
+                                                                             sam_template, path):
+    completed = subprocess.run(
+        [str(harness.SAM), "local", "invoke", function_of(path), "-t", str(sam_template), "-e", str(path),
+         "--invoke-image", lambda_image, "--skip-pull-image", "--container-host-interface", "127.0.0.1"],
+        env=harness.docker_env(docker_host), capture_output=True, text=True, timeout=300, cwd=sam_template.parent)
+    harness.remove_sam_containers(docker_host)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    assert without_trace(json.loads(completed.stdout)) == expected_for(path)
+
+
+def lambda_client(endpoint):
+    return boto3.client("lambda", endpoint_url=endpoint, region_name="us-east-1", aws_access_key_id="testing",
+                        aws_secret_access_key="testing",
+                        config=Config(retries={"max_attempts": 1}, read_timeout=120, connect_timeout=10))
+
+
+def answer(client, name, payload):
+    """What a caller sees of one invocation: status, FunctionError, payload (an error without its trace)."""
+    from botocore.exceptions import ClientError
+
+    try:
+        response = client.invoke(FunctionName=name, Payload=payload)
+    except ClientError as error:
+        return error.response["ResponseMetadata"]["HTTPStatusCode"], error.response["Error"]["Code"], None
+    body = response["Payload"].read()
+    return response["StatusCode"], response.get("FunctionError"), without_trace(json.loads(body or b"null"))
+
+
+BATCH = {"BatchInput": {"settings": {"word_order": 2}},
+         "Items": [{"line": 0, "item": {"hypothesis": "the cat sat", "reference": "the cat sat down"}},
+                   {"line": 1, "item": {"hypothesis": "a dog", "reference": "the dog"}}]}
+
+
+def serialisable(event):
+    try:
+        json.dumps(event, allow_nan=False)
+    except ValueError:  # NaN, or an integer past Python's 4300-digit limit: no client can send it
+        return False
+    return True
+
+
+def generated_calls():
+    """A few hundred calls, valid and invalid, to all three functions (deterministic)."""
+    rng = random.Random(2026)
+    pairs = real_pairs()
+    calls = [("ChrfComponentsFunction", json.loads(path.read_text(encoding="utf-8"))) for path in SAMPLES]
+    for _ in range(120):
+        chosen = rng.sample(pairs, rng.randint(1, 6))
+        request = {"hypotheses": [h for h, _ in chosen], "references": [r for _, r in chosen]}
+        request.update(rng.choice([{}, {"word_order": 2}, {"char_order": 10, "word_order": 4, "beta": 3},
+                                   {"lowercase": True, "averaging": "per_order_f"}, {"include_whitespace": True}]))
+        calls.append(("ChrfComponentsFunction", request))
+    calls += [("ChrfComponentsFunction", case[0]) for case in RULE_CASES if serialisable(case[0])]
+    mutations = [lambda r: {**r, "beta": rng.choice([0, 17, 2.5, "2", True, None])},
+                 lambda r: {**r, "char_order": rng.choice([-1, 11, 6.0, [6]])},
+                 lambda r: {**r, "averaging": rng.choice(["mean", "", 0])},
+                 lambda r: {**r, "references": r["references"][:-1]},
+                 lambda r: {**r, "hypotheses": [*r["hypotheses"][:-1], "\ud800 lone"]},
+                 lambda r: {**r, "references": [*r["references"][:-1], 7]},
+                 lambda r: {**r, "extra\u0000key": 1},
+                 lambda r: {key: value for key, value in r.items() if key != "hypotheses"}]
+    for _ in range(60):
+        chosen = rng.sample(pairs, rng.randint(1, 4))
+        request = {"hypotheses": [h for h, _ in chosen], "references": [r for _, r in chosen]}
+        calls.append(("ChrfComponentsFunction", rng.choice(mutations)(request)))
+    calls += [("ScoreBatchFunction", BATCH), ("ScoreBatchFunction", {"Items": []}),
+              ("ScoreBatchFunction", {**BATCH, "BatchInput": {"settings": {"beta": 0}}}),
+              ("MergeReportFunction", {"settings": {}}), ("MergeReportFunction", []),
+              ("MergeReportFunction", {"output": {"bucket": "corpus", "key": "r.json"}, "settings": {}, "map_result": [
+                  {"invalid_input": {"Error": "InvalidInputError", "Cause": "{}"}}]})]
+    return calls
+
+
+CALLS = generated_calls()
+
+
+def test_start_lambda_and_serve_answer_every_call_alike(sam_lambda, serve):
+    sam, ours = lambda_client(sam_lambda), lambda_client(serve)
+    differences = []
+    for name, event in CALLS:
+        payload = json.dumps(event).encode()
+        theirs, mine = answer(sam, name, payload), answer(ours, name, payload)
+        if theirs != mine:
+            differences.append((name, event if len(payload) < 300 else "...", theirs, mine))
+    assert len(CALLS) >= 220 and differences == []
+
+
+def test_the_aws_cli_invokes_through_start_lambda(sam_lambda, tmp_path):
+    event = json.loads((EVENTS / "direct-invoke.json").read_text(encoding="utf-8"))
+    (tmp_path / "request.json").write_text(json.dumps(event), encoding="utf-8")
+    completed = subprocess.run(
+        [os.path.join(os.path.dirname(sys.executable), "aws"), "lambda", "invoke", "--function-name",
+         "ChrfComponentsFunction", "--endpoint-url", sam_lambda, "--payload", f"file://{tmp_path / 'request.json'}",
+         str(tmp_path / "out.json")], env={**os.environ, **FAKE, "HOME": str(tmp_path)}, capture_output=True,
+        text=True, timeout=180)
+    assert completed.returncode == 0, completed.stderr
+    assert json.loads((tmp_path / "out.json").read_text()) == expected_for(EVENTS / "direct-invoke.json")
+
+
+def http_call(base, method, path, body=None, headers=None):
+    parts = urlsplit(base)
+    connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=120)
+    try:
+        connection.request(method, path, body=body, headers=headers or {"Content-Type": "application/json"})
+        response = connection.getresponse()
+        data = response.read()
+        return response.status, json.loads(data) if data else None
+    finally:
+        connection.close()
+
+
+EXECUTE = "/v1/tools/chrf-components/versions/1.0.0/execute"
+
+
+def http_requests():
+    requests = [("POST", EXECUTE, json.dumps(event)) for _, event in CALLS[:140] if isinstance(event, dict)
+                and "version" not in event and "httpMethod" not in event]
+    requests += [("POST", EXECUTE, body) for body in ("", "{not json", "[]", '{"hypotheses": NaN}')]
+    return requests
+
+
+def test_start_api_and_serve_answer_every_request_alike(sam_api, serve):
+    differences = []
+    requests = http_requests()
+    for method, path, body in requests:
+        theirs, mine = http_call(sam_api, method, path, body), http_call(serve, method, path, body)
+        if theirs != mine:
+            differences.append((method, path, body[:80], theirs, mine))
+    assert len(requests) >= 100 and differences == []
+
+
+def test_a_body_that_is_not_utf8_fails_in_sam_start_api_where_serve_answers_as_api_gateway(sam_api, serve):
+    """SAM CLI's own limitation (docs/deploy-and-pipelines.md): API Gateway hands such a body to the function
+    base64-encoded, as serve does, and the function answers 400; start-api answers 502."""
+    assert http_call(sam_api, "POST", EXECUTE, b"\xe9")[0] == 502
+    assert http_call(serve, "POST", EXECUTE, b"\xe9") == (400, {"error": {
+        "code": "invalid_input", "field": None, "message": "body: not valid UTF-8 (byte 0)"}})
+
+
+def through_invoke_api(client, name):
+    """A Lambda task as Step Functions runs it: invoke, and a function error raised under its errorType."""
+
+    def task(event, context):
+        response = client.invoke(FunctionName=name, Payload=json.dumps(event).encode())
+        payload = json.loads(response["Payload"].read())
+        if response.get("FunctionError"):
+            raise type(payload["errorType"], (Exception,), {})(payload["errorMessage"])
+        return payload
+
+    return task
+
+
+@pytest.mark.parametrize("through", ["sam", "serve"])
+def test_the_corpus_pipeline_with_invalid_input_fails_naming_the_line_through_sam_as_on_aws(sam_lambda, serve,
+                                                                                         through):
+    """The Distributed Map stand-in's tasks through start-lambda (the Map's list output: the functions in
+    containers do not reach a moto server on the host's loopback)."""
+    sys.path.insert(0, str(ROOT / "tests" / "pipeline"))
+    from distributed_map import DEFINITION_PATH, batches, run_child
+
+    batcher = json.loads((ROOT / DEFINITION_PATH).read_text(encoding="utf-8"))["States"]["ScoreSegments"][
+        "ItemBatcher"]
+    client = lambda_client(sam_lambda if through == "sam" else serve)
+    items = [{"hypothesis": f"the cat sat {k}", "reference": "the cat sat down"} for k in range(600)]
+    items[400] = {"hypothesis": 5, "reference": "a"}
+    outputs = [run_child(through_invoke_api(client, "ScoreBatchFunction"), None, batch, {"word_order": 2})
+               for batch in batches(items, batcher["MaxItemsPerBatch"], batcher["MaxInputBytesPerBatch"])]
+    assert sum("invalid_input" in output for output in outputs) == 1
+    execution = {"input": {"bucket": "corpus", "key": "inputs/x.jsonl"}, "settings": {"word_order": 2},
+                 "output": {"bucket": "corpus", "key": "reports/x.json"}, "map_result": outputs}
+    with pytest.raises(Exception) as caught:
+        through_invoke_api(client, "MergeReportFunction")(execution, None)
+    assert type(caught.value).__name__ == "InvalidInputError"
+    assert json.loads(str(caught.value)) == {"code": "invalid_input", "field": "hypotheses", "line": 401,
+                                             "message": "line 401 (hypothesis): must be a string"}
