@@ -47,6 +47,11 @@ static inline int poll(Work *work, size_t done) {
     return ((done + 1) & POLL_MASK) == 0 && work->interrupted != NULL && work->interrupted();
 }
 
+/* After a pass over `size` units: whether to stop (only passes long enough to delay an interruption look). */
+static inline int stop_after(Work *work, size_t size) {
+    return size > POLL_MASK && work->interrupted != NULL && work->interrupted();
+}
+
 static int grow(void **buffer, size_t *room, size_t count, size_t size) {
     if (count <= *room) return 0;
     void *bigger = realloc(*buffer, count * size);
@@ -139,8 +144,12 @@ static inline uint32_t intern_token(Work *work, const uint32_t *text, uint32_t l
 }
 
 size_t tokenize(Work *work, const uint32_t *text, size_t length, uint32_t *ids, uint32_t *tokens) {
-    size_t count = 0, i = 0;
+    size_t count = 0, i = 0, next_poll = POLL_MASK;
     while (i < length) {
+        if (i >= next_poll) {
+            if (stop_after(work, POLL_MASK + 1)) return TOKENIZE_INTERRUPTED;
+            next_poll = i + POLL_MASK;
+        }
         while (i < length && is_space(text[i])) i++;
         if (i == length) break;
         size_t start = i;
@@ -354,7 +363,8 @@ static int classes_of_units(Work *work, Sides *s, uint32_t *classes) {
  * number whose base-`alphabet` digits are its units, so its occurrences are a histogram entry (left cleared). Small
  * alphabets, whose classes stay large for many orders, then cost one sequential pass per low order. At the start
  * order, the n-grams found on both sides become the classes the passes continue from (info and partner of buffer
- * 0, the alive positions, *classes). Returns the start order, or 0 when nothing matches from some order on.
+ * 0, the alive positions, *classes). Returns the start order, 0 when nothing matches from some order on, or -1 when
+ * interrupted.
  */
 static int count_by_code(Work *work, Sides *s, uint32_t alphabet, int orders, int64_t *out, uint32_t *classes) {
     if (alphabet > DIRECT_SLOTS) return classes_of_units(work, s, classes);
@@ -377,6 +387,7 @@ static int count_by_code(Work *work, Sides *s, uint32_t alphabet, int orders, in
                 for (size_t i = 0; i < positions; i++) histogram[codes[i] = codes[i] * alphabet + unit[i]]++;
             }
         }
+        if (stop_after(work, total)) return -1;
         if (n == start) break;
         int64_t matches = 0;
         for (size_t c = 0; c < span; c++) matches += histogram_a[c] < histogram_b[c] ? histogram_a[c] : histogram_b[c];
@@ -447,7 +458,7 @@ static int count_orders(Work *work, Sides s, int swap, uint32_t alphabet, int or
     s.alive[1] = work->alive + s.lengths[0];
     uint32_t classes;
     const int start = count_by_code(work, &s, alphabet, orders, out, &classes);
-    if (start == 0) return 0;
+    if (start <= 0) return start;
     int now = 0;
     size_t look_ahead_below = SIZE_MAX; /* after a look-ahead that settled little, wait until half the positions go */
     uint32_t classes_before = 0;
@@ -553,11 +564,12 @@ int count_segment(Work *work, size_t length_h, size_t length_r, int char_order, 
         Sides s;
         memset(&s, 0, sizeof s);
         s.lengths[0] = tokenize(work, texts[0], lengths[0], work->units, &tokens);
+        if (s.lengths[0] == TOKENIZE_INTERRUPTED) return -1;
         s.first_units = tokens;
         s.lengths[1] = tokenize(work, texts[1], lengths[1], work->units + s.lengths[0], &tokens);
+        if (s.lengths[1] == TOKENIZE_INTERRUPTED || stop_after(work, length_h + length_r)) return -1;
         s.units[0] = work->units;
         s.units[1] = work->units + s.lengths[0];
-        if (work->interrupted != NULL && length_h + length_r > POLL_MASK && work->interrupted()) return -1;
         if (count_orders(work, s, swap, tokens, word_order, out + 3 * char_order) < 0) return -1;
     }
     if (!char_order) return 0;
@@ -582,6 +594,6 @@ int count_segment(Work *work, size_t length_h, size_t length_r, int char_order, 
     rank_code_points(work, (uint32_t *)s.units[0], s.lengths[0], &alphabet);
     s.first_units = alphabet;
     rank_code_points(work, (uint32_t *)s.units[1], s.lengths[1], &alphabet);
-    if (work->interrupted != NULL && length_h + length_r > POLL_MASK && work->interrupted()) return -1;
+    if (stop_after(work, length_h + length_r)) return -1;
     return count_orders(work, s, swap, alphabet, char_order, out);
 }

@@ -88,6 +88,8 @@ uint32_t intern_pair(Work *work, uint32_t first, uint32_t second, uint32_t *clas
    chrF++.py's separate_punctuation over text[0..length) (text within base): token ids into ids, their number. */
 int tokens_reserve(Work *work, size_t tokens);
 void tokens_generation(Work *work, const uint32_t *base, size_t tokens);
+#define TOKENIZE_INTERRUPTED SIZE_MAX
+/* The word tokens of text as ids (interned: equal tokens, equal ids); their number, or TOKENIZE_INTERRUPTED. */
 size_t tokenize(Work *work, const uint32_t *text, size_t length, uint32_t *ids, uint32_t *tokens);
 /* Room for a segment of `positions` code points on both sides, `shorter` on the shorter one, and (`words`) for its
    word tokens. 0 or -1. */

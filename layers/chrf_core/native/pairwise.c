@@ -154,7 +154,9 @@ static int corpus_classes(Corpus *corpus, const Texts *texts, int kind, int orde
             for (size_t i = 0; i < length; i++)
                 if (keep_whitespace || !is_space(text[i])) units[total++] = text[i];
         } else {
-            total += tokenize(work, text, length, units + total, &tokens);
+            const size_t count = tokenize(work, text, length, units + total, &tokens);
+            if (count == TOKENIZE_INTERRUPTED) return -1;
+            total += count;
         }
         corpus->unit_start[kind][t + 1] = total;
     }
