@@ -107,12 +107,20 @@ wheelhouse: setup
 sam-local: setup-dev build
 	CHRF_SAM_LOCAL=1 $(BIN)/python -m pytest tests/sam_local
 
+# What the library's own tests need is the layer, NumPy, pytest, hypothesis and sacreBLEU: tests/unit runs with
+# everything else missing (tests/without/sitecustomize.py hides it from imports).
+WITHOUT_SERVICE := aws_lambda_powertools,yaml,boto3,botocore,waitress,moto,requests,schemathesis,anyio,$\
+	chrf_components_cli,chrf_components_local
+UNIT_ALONE := PYTHONPATH=tests/without CHRF_WITHOUT=$(WITHOUT_SERVICE) $(BIN)/python -m pytest -p no:schemathesis \
+	-p no:anyio tests/unit
+
 # Everything, under both counting kernels: the suite with the native kernel (which must load), then the layer,
-# handler and pipeline tests again with the pure-Python kernel.
+# handler and pipeline tests again with the pure-Python kernel (the layer's tests in the library's own environment).
 test: lint build arm64-python dist wheelhouse
 	CHRF_REQUIRE_BUILD=1 $(BIN)/python -m pytest
 	$(MAKE) --no-print-directory sam-local
-	CHRF_CORE_NATIVE=0 $(BIN)/python -m pytest tests/unit tests/handler tests/pipeline
+	CHRF_CORE_NATIVE=0 $(UNIT_ALONE)
+	CHRF_CORE_NATIVE=0 $(BIN)/python -m pytest tests/handler tests/pipeline
 
 bench: setup-dev
 	$(BIN)/python tests/benchmark.py

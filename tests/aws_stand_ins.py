@@ -97,9 +97,8 @@ def moto_pipeline(handlers, definition, stack_name="chrf-test", api_handler=None
     import zipfile
 
     import boto3
+    import lambda_handlers
     from moto.awslambda.models import LambdaFunction
-
-    from chrf_components_cli import local_lambda
 
     by_name = dict(zip(("score-batch", "merge-report"), handlers))
     if api_handler is not None:
@@ -112,7 +111,7 @@ def moto_pipeline(handlers, definition, stack_name="chrf-test", api_handler=None
         # The function's own output (logs, metrics) goes where Lambda sends it: not to the caller.
         with contextlib.redirect_stdout(sys.stderr):
             try:
-                return json.dumps(by_name[function.function_name](payload, local_lambda.LambdaContext())), False, ""
+                return json.dumps(by_name[function.function_name](payload, lambda_handlers.LambdaContext())), False, ""
             except Exception as error:
                 return json.dumps({"errorType": type(error).__name__, "errorMessage": str(error)}), True, ""
 

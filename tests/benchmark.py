@@ -1,3 +1,4 @@
+
 """`make bench`: chrf-components against sacreBLEU 2.6, side by side in one run, rounds interleaved.
 
 1. The whole Lambda handler (direct invoke: validation, counting, the exact report, logging and metrics) with
@@ -32,13 +33,13 @@ import time
 import timeit
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "cli"), str(ROOT / "layers" / "chrf_core")]
+sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "cli"), str(ROOT / "layers" / "chrf_core"),
+                str(ROOT / "functions" / "chrf_components")]
 
 import chrf_core  # noqa: E402
+import lambda_handlers  # noqa: E402
 import payloads  # noqa: E402
 from sacrebleu.metrics import CHRF  # noqa: E402
-
-from chrf_components_cli import local_lambda  # noqa: E402
 
 CONFIGURATIONS = [(6, 0), (6, 2), (10, 4)]
 BIN = pathlib.Path(sys.executable).parent
@@ -68,13 +69,13 @@ def with_kernel(kernel: str, function):  # type: ignore[no-untyped-def]
 
 def quiet_handler():  # type: ignore[no-untyped-def]
     """The API function loaded as Lambda loads it, its logs and metrics written to nowhere."""
-    handler = local_lambda.load_handler(template_path=ROOT / "template.yaml")
+    handler = lambda_handlers.load()
     sink = open(os.devnull, "w")  # noqa: SIM115 (lives as long as the process)
     sys.modules["observability"].logger.registered_handler.stream = sink
 
     def invoke(request):  # type: ignore[no-untyped-def]
         with contextlib.redirect_stdout(sink):
-            return handler(request, local_lambda.LambdaContext())
+            return handler(request, lambda_handlers.LambdaContext())
 
     return invoke
 

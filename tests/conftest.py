@@ -1,12 +1,12 @@
 """Fixtures for every test folder."""
 
+import importlib.util
 import io
 import os
 import sys
 
 import pytest
 from hypothesis import settings
-from support import ROOT
 
 # CI runs the same examples every time (a red build is reproducible); local runs keep exploring new ones.
 settings.register_profile("ci", derandomize=True, database=None)
@@ -16,15 +16,17 @@ if os.environ.get("CI"):
 
 @pytest.fixture(scope="session", autouse=True)
 def handler():
-    """The API function loaded exactly as template.yaml declares it (CodeUri + Handler, layer ContentUri on the
-    path).
+    """The API function loaded as Lambda loads it (tests/lambda_handlers.py), where its runtime library is
+    installed (tests/unit runs without it).
 
     Loaded once, first, so that the Powertools Logger binds to the session's output rather than to the
     short-lived stream of whichever test would happen to import it.
     """
-    from chrf_components_cli import local_lambda
+    if importlib.util.find_spec("aws_lambda_powertools") is None:
+        return None
+    import lambda_handlers
 
-    return local_lambda.load_handler(template_path=ROOT / "template.yaml")
+    return lambda_handlers.load()
 
 
 @pytest.fixture

@@ -72,7 +72,7 @@ def is_loopback(host: str) -> bool:
 
 def post_signed(url: str, body: bytes) -> tuple[int, str]:
     """POST ``body`` to the API, signed with SigV4 (service execute-api); the status and the response body."""
-    from .sigv4 import region_of, sign
+    from chrf_components_local.sigv4 import region_of, sign
 
     parts = urlsplit(url)
     if parts.scheme not in ("https", "http") or not parts.hostname:

@@ -31,7 +31,7 @@ def read_bounded(name: str, limit: int) -> bytes:
 
 
 def command_request(args: argparse.Namespace) -> int:
-    from .local_lambda import API_GATEWAY_PAYLOAD_LIMIT
+    from chrf_components_local.template import API_GATEWAY_PAYLOAD_LIMIT
 
     raw = read_bounded(args.file, API_GATEWAY_PAYLOAD_LIMIT)
     if args.url or args.function:
@@ -63,12 +63,12 @@ def command_invoke(args: argparse.Namespace) -> int:
     need_aws_extra("invoke", ("aws_lambda_powertools", "yaml"))
     import contextlib
 
-    from . import local_lambda
+    from chrf_components_local import template as sam_template
 
     try:
-        template = local_lambda.find_template(args.template)
+        template = sam_template.find_template(args.template)
         event = json.loads(Path(args.event_file).read_text(encoding="utf-8"))
-    except local_lambda.TemplateError as error:
+    except sam_template.TemplateError as error:
         raise CommandError(str(error)) from None
     except OSError as error:
         raise CommandError(f"{args.event_file}: cannot read ({error.strerror or error})") from None
@@ -77,22 +77,23 @@ def command_invoke(args: argparse.Namespace) -> int:
     # Like `sam local invoke`: the function's logs and metrics go to stderr, the response alone to stdout.
     with contextlib.redirect_stdout(sys.stderr):
         try:
-            handler = local_lambda.load_handler(args.function, template)
-        except local_lambda.TemplateError as error:
+            handler = sam_template.load_handler(args.function, template)
+        except sam_template.TemplateError as error:
             raise CommandError(str(error)) from None
-        result = local_lambda.invoke(handler, event)
+        result = sam_template.invoke(handler, event)
     print(json.dumps(result, ensure_ascii=False))
     return 0
 
 
 def command_serve(args: argparse.Namespace) -> int:
     need_aws_extra("serve")
-    from . import local_lambda, server
+    from chrf_components_local import server
+    from chrf_components_local import template as sam_template
 
     try:
-        template = local_lambda.find_template(args.template)
+        template = sam_template.find_template(args.template)
         return server.serve(args.host, args.port, template, args.workers, args.iam, args.region)
-    except (local_lambda.TemplateError, server.ServeError) as error:
+    except (sam_template.TemplateError, server.ServeError) as error:
         raise CommandError(str(error)) from None
 
 

@@ -1,10 +1,13 @@
 """The HTTP adapter of the API function: API Gateway events in, HTTP responses out (Powertools Event Handler).
 
 Imported on the first API Gateway event only (app.lambda_handler), so direct invocations never pay for the
-routing. One resolver per payload format (HTTP API v2; REST API and payload 1.0), each with the one route,
-the 404/405 answers and the exception handlers: invalid input is a 400 naming the field and rule, anything
-unexpected the one 500 path that logs the trace and counts a Fault. Before Powertools reads an event, its
-plumbing is checked just enough that an event shaped like API Gateway's but malformed is a 400, never a 500.
+routing. One resolver per payload format (HTTP API v2; REST API and payload 1.0), each with the one route and the
+exception handlers: invalid input is a 400 naming the field and rule, anything unexpected the one 500 path that
+logs the trace and counts a Fault. Which requests reach the function is the gateway's routing (the template's
+HttpApi event: exactly POST on the execute path); an event for another route, which only a misrouted event (or a
+REST API in front, whose routes are its owner's) can be, is a 404 in the service's error shape. Before Powertools
+reads an event, its plumbing is checked just enough that an event shaped like API Gateway's but malformed is a
+400, never a 500.
 """
 
 from __future__ import annotations
@@ -42,21 +45,6 @@ def parse_body(event: dict[str, Any]) -> Any:
     return decode_request(body, source="body")
 
 
-def off_route(app: ApiGatewayResolver) -> Response[str] | None:
-    """404 unless the path is exactly the execute path, else 405 unless the method is exactly POST.
-
-    API Gateway compares both as strings (the method case-sensitively); Powertools' routing is looser (its rule
-    is a regular expression, the method is upper-cased, REST paths may end in slashes), so every answer is
-    checked here first."""
-    event = app.current_event
-    if event.path != EXECUTE_PATH:
-        return Response(404, JSON, error_envelope("not_found", f"no route; POST {EXECUTE_PATH}"))
-    if event.http_method != "POST":
-        message = f"{EXECUTE_PATH} accepts POST only"
-        return Response(405, JSON, error_envelope("method_not_allowed", message), {"Allow": "POST"})
-    return None
-
-
 def invalid_input(error: chrf_core.InvalidInputError) -> Response[str]:
     return Response(400, JSON, error.envelope())
 
@@ -72,14 +60,11 @@ for resolver in (http_api, rest_api):
 
     @resolver.post(EXECUTE_PATH)
     def execute(app: ApiGatewayResolver = resolver) -> Response[str]:
-        return off_route(app) or Response(
-            200, JSON, json.dumps(score_request(parse_body(app.current_event.raw_event), "http")))
+        return Response(200, JSON, json.dumps(score_request(parse_body(app.current_event.raw_event), "http")))
 
     @resolver.not_found
-    def not_found(_: Exception, app: ApiGatewayResolver = resolver) -> Response[str]:
-        answer = off_route(app)
-        assert answer is not None, "Powertools found no route for the execute path and POST"
-        return answer
+    def not_found(_: Exception) -> Response[str]:
+        return Response(404, JSON, error_envelope("not_found", f"no route; POST {EXECUTE_PATH}"))
 
     resolver.exception_handler(chrf_core.InvalidInputError)(invalid_input)
     resolver.exception_handler(Exception)(internal_error)

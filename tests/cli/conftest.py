@@ -5,7 +5,7 @@ import threading
 import pytest
 from support import ROOT
 
-from chrf_components_cli.server import make_server
+from chrf_components_local.server import make_server
 
 
 @pytest.fixture(scope="module")

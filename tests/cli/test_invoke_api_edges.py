@@ -17,7 +17,7 @@ from botocore.exceptions import ClientError
 from processes import alive, children_of, serving_process, status_of
 from support import CONTRACT, ROOT
 
-from chrf_components_cli.server import make_server
+from chrf_components_local.server import make_server
 
 EXAMPLE = CONTRACT["examples"][0]
 EXECUTE = CONTRACT["execute_url"]

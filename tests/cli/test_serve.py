@@ -14,11 +14,11 @@ import requests
 import schemathesis
 from hypothesis import HealthCheck, settings
 from requests_aws4auth import AWS4Auth
-from schemathesis.specs.openapi.checks import missing_required_header, positive_data_acceptance
+from schemathesis.specs.openapi.checks import missing_required_header, positive_data_acceptance, unsupported_method
 from support import CONTRACT, ROOT
 
 from chrf_components_cli.main import main
-from chrf_components_cli.server import make_server
+from chrf_components_local.server import make_server
 
 OPENAPI_PATH = ROOT / "spec" / "openapi.json"
 OPENAPI = json.loads(OPENAPI_PATH.read_text(encoding="utf-8"))
@@ -71,18 +71,40 @@ def test_serve_answers_invalid_input_with_400_and_the_error_envelope(base_url):
     assert status == 400 and body["error"]["message"].startswith("body: not valid UTF-8")
 
 
-def test_serve_answers_unknown_paths_with_404_and_other_methods_with_405(base_url):
-    status, _, body = request(base_url, "POST", "/v1/tools/chrf-components/versions/2.0.0/execute", "{}")
-    assert status == 404 and body["error"]["code"] == "not_found"
-    status, headers, body = request(base_url, "GET", EXECUTE)
-    assert status == 405 and headers["Allow"] == "POST"
+NOT_ROUTED = [("POST", "/v1/tools/chrf-components/versions/2.0.0/execute"), ("GET", EXECUTE), ("PUT", EXECUTE),
+              ("POST", EXECUTE.replace("1.0.0", "1x0y0")), ("POST", EXECUTE + "/"), ("POST", EXECUTE + "///"),
+              ("POST", EXECUTE.upper()), ("POST", "/" + EXECUTE), ("POST", EXECUTE + "x"), ("POST", "/")]
+
+
+@pytest.mark.parametrize(("method", "path"), NOT_ROUTED)
+def test_serve_routes_only_the_templates_route_and_answers_anything_else_as_api_gateway_does(base_url, method,
+                                                                                             path):
+    status, _, body = request(base_url, method, path, "{}" if method != "GET" else None)
+    assert (status, body) == (404, {"message": "Not Found"})
+
+
+def test_serve_answers_a_cors_preflight_itself_and_allows_the_origin_on_answers(base_url):
+    host, port = base_url.removeprefix("http://").split(":")
+    connection = http.client.HTTPConnection(host, int(port), timeout=30)
+    connection.request("OPTIONS", EXECUTE, headers={"Origin": "https://example.org",
+                                                    "Access-Control-Request-Method": "POST"})
+    response = connection.getresponse()
+    assert response.status == 204 and response.read() == b""
+    assert response.getheader("Access-Control-Allow-Origin") == "*"
+    assert response.getheader("Access-Control-Allow-Methods") == "POST,OPTIONS"
+    assert "authorization" in response.getheader("Access-Control-Allow-Headers")
+    assert response.getheader("Access-Control-Max-Age") == "600"
+    connection.close()
+    status, headers, _ = request(base_url, "POST", EXECUTE, json.dumps({"hypotheses": ["a"], "references": ["a"]}),
+                                 {"Content-Type": "application/json", "Origin": "https://example.org"})
+    assert status == 200 and headers["Access-Control-Allow-Origin"] == "*"
 
 
 @pytest.mark.parametrize(("method", "path", "status"), [
     ("POST", EXECUTE.replace("1.0.0", "1x0y0"), 404),
     ("POST", EXECUTE + "///", 404),
     ("post", EXECUTE, 400),  # waitress refuses a method that is not upper case before anything is routed
-    ("PATCH", EXECUTE, 405),
+    ("PATCH", EXECUTE, 404),
 ])
 def test_serve_routes_only_the_exact_path_and_method(running, method, path, status):
     body = json.dumps({"hypotheses": ["a"], "references": ["a"]}).encode()
@@ -156,10 +178,13 @@ def test_serve_iam_conforms_to_the_openapi_document(case, signed_base_url):
     # Every check but "schema-valid data is accepted": the contract has rules JSON Schema cannot state (equal
     # segment counts, total UTF-8 size, lone surrogates, char_order and word_order not both 0), and the document
     # declares the 400 they produce. And "a missing required header is a 401": API Gateway answers a missing
-    # signature with 403 (Missing Authentication Token), as documented. No 5xx, every response matches its
-    # declared schema, and the checks' probes without a signature or with a made-up one see the declared 403.
+    # signature with 403 (Missing Authentication Token), as documented. And "an undeclared method is a 405": an HTTP
+    # API matches method and path together, so an undeclared method is an unmatched route, 404 Not Found. No 5xx,
+    # every response matches its declared schema, and the checks' probes without a signature or with a made-up one
+    # see the declared 403.
     case.call_and_validate(base_url=signed_base_url, session=SigningSession(),
-                           excluded_checks=[positive_data_acceptance, missing_required_header])
+                           excluded_checks=[positive_data_acceptance, missing_required_header,
+                                            unsupported_method])
 
 
 # ---- the front door -------------------------------------------------------------------------------------------

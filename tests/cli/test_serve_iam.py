@@ -18,8 +18,8 @@ from botocore.credentials import Credentials
 from requests_aws4auth import AWS4Auth
 from support import CONTRACT, ROOT
 
-from chrf_components_cli import sigv4
-from chrf_components_cli.server import make_server
+from chrf_components_local import sigv4
+from chrf_components_local.server import make_server
 
 EXECUTE = CONTRACT["execute_url"]
 EXAMPLE = CONTRACT["examples"][0]

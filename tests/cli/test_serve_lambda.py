@@ -11,14 +11,14 @@ import time
 
 import boto3
 import chrf_core
+import lambda_handlers
 import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
 from support import CONTRACT, ROOT
 
-from chrf_components_cli import local_lambda
 from chrf_components_cli.main import main
-from chrf_components_cli.server import make_server
+from chrf_components_local.server import make_server
 
 EXAMPLE = CONTRACT["examples"][0]
 TEMPLATE = ROOT / "template.yaml"
@@ -46,7 +46,7 @@ def invoke(client, name, payload, **options):
 
 def in_process(name, event):
     """What the handler itself returns (or raises, as Lambda reports it), loaded as Lambda loads it."""
-    return local_lambda.invoke(local_lambda.load_handler(name, TEMPLATE), event)
+    return lambda_handlers.invoke(lambda_handlers.load(name), event)
 
 
 def test_boto3_invokes_each_function_and_gets_exactly_what_its_handler_returns(lambda_client):

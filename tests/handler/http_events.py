@@ -6,8 +6,7 @@ import json
 import pathlib
 
 import chrf_core
-
-from chrf_components_cli import local_lambda
+import lambda_handlers
 
 EVENTS = pathlib.Path(__file__).resolve().parents[2] / "events"
 HTTP_V2_TEMPLATE = json.loads((EVENTS / "http-v2-valid.json").read_text(encoding="utf-8"))
@@ -41,7 +40,7 @@ def headers_of(result):
 
 def call(handler, event):
     """Invoke like Lambda; HTTP results come back as (status, headers, parsed body)."""
-    result = local_lambda.invoke(handler, event)
+    result = lambda_handlers.invoke(handler, event)
     if isinstance(result, dict) and "statusCode" in result:
         return result["statusCode"], headers_of(result), json.loads(result["body"])
     return result

@@ -9,13 +9,12 @@ import copy
 import json
 
 import chrf_core
+import lambda_handlers
 import pytest
 from http_events import HTTP_V2_TEMPLATE, REST_V1_TEMPLATE, call, http_v2_event, rest_v1_event
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support import requests_strategy
-
-from chrf_components_cli import local_lambda
 
 MAX_RESPONSE_BYTES = 64 * 1024  # far below 6 MB: the largest answer is a 14-order report
 
@@ -28,7 +27,7 @@ def delivered(result):
 def invoke_as_lambda(handler, event):
     """What Lambda sends back for an invocation: the result, or the error payload built from the exception."""
     try:
-        return handler(event, local_lambda.LambdaContext())
+        return handler(event, lambda_handlers.LambdaContext())
     except Exception as error:
         return {"errorType": type(error).__name__, "errorMessage": str(error)}
 
@@ -84,7 +83,7 @@ def log_lines(captured_logs):
 def test_a_direct_invoke_is_correlated_by_the_lambda_request_id_not_by_its_own_request_context(
     handler, captured_logs
 ):
-    context = local_lambda.LambdaContext()
+    context = lambda_handlers.LambdaContext()
     event = {"hypotheses": ["a"], "references": ["a"], "requestContext": {"requestId": "CONFIDENTIAL-text-here"}}
     with pytest.raises(chrf_core.InvalidInputError):
         handler(event, context)
@@ -97,7 +96,7 @@ def test_a_direct_invoke_is_correlated_by_the_lambda_request_id_not_by_its_own_r
 def test_an_api_request_id_that_is_not_a_short_token_is_not_logged(handler, captured_logs, request_id):
     event = http_v2_event(json.dumps({"hypotheses": ["a"], "references": ["a"]}))
     event["requestContext"]["requestId"] = request_id
-    context = local_lambda.LambdaContext()
+    context = lambda_handlers.LambdaContext()
     handler(event, context)
     logs = log_lines(captured_logs)
     assert logs and all(log.get("correlation_id") == context.aws_request_id for log in logs)
@@ -106,7 +105,7 @@ def test_an_api_request_id_that_is_not_a_short_token_is_not_logged(handler, capt
 
 
 def test_an_api_gateway_request_id_is_the_correlation_id(handler, captured_logs):
-    handler(http_v2_event(json.dumps({"hypotheses": ["a"], "references": ["a"]})), local_lambda.LambdaContext())
+    handler(http_v2_event(json.dumps({"hypotheses": ["a"], "references": ["a"]})), lambda_handlers.LambdaContext())
     assert {log.get("correlation_id") for log in log_lines(captured_logs)} == {"c6af9ac6-7b61-11e6-9a41-93e8deadbeef"}
 
 

@@ -7,13 +7,12 @@ Lambda's ``{"errorType", "errorMessage"}``), so it can be compared with `chrf-co
 
 import json
 
+import lambda_handlers
 import pytest
 from http_events import EVENTS
 from jsonschema import Draft202012Validator
 from naive_chrf import naive_score
 from support import CONTRACT
-
-from chrf_components_cli import local_lambda
 
 SAMPLES = sorted(path for path in EVENTS.glob("*.json") if not path.name.endswith(".expected.json"))
 OUTPUT_VALIDATOR = Draft202012Validator(CONTRACT["output_schema"])
@@ -32,7 +31,7 @@ def test_every_sample_event_has_an_expected_response_beside_it():
 @pytest.mark.parametrize("path", SAMPLES, ids=lambda p: p.stem)
 def test_sample_event_yields_exactly_its_stored_response(handler, path):
     event = json.loads(path.read_text(encoding="utf-8"))
-    assert local_lambda.invoke(handler, event) == expected_for(path)
+    assert lambda_handlers.invoke(handler, event) == expected_for(path)
 
 
 @pytest.mark.parametrize("path", SAMPLES, ids=lambda p: p.stem)

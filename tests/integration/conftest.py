@@ -30,13 +30,13 @@ def deployed():
         yield {"url": outputs["ExecuteUrl"], "function": outputs["FunctionArn"], "stack": STACK, "local": False}
         return
     import aws_stand_ins
+    import lambda_handlers
 
-    from chrf_components_cli import local_lambda
-    from chrf_components_cli.server import make_server
+    from chrf_components_local.server import make_server
 
     template = ROOT / "template.yaml"
-    handlers = [local_lambda.load_handler(name, template) for name in ("ScoreBatchFunction", "MergeReportFunction")]
-    api = local_lambda.load_handler("ChrfComponentsFunction", template)
+    handlers = [lambda_handlers.load(name) for name in ("ScoreBatchFunction", "MergeReportFunction")]
+    api = lambda_handlers.load("ChrfComponentsFunction")
     with aws_stand_ins.moto_pipeline(handlers, DEFINITION, "chrf-integration", api_handler=api) as stand_in:
         server = make_server("127.0.0.1", 0, template, workers=2, iam=True, region="us-east-1")
         thread = threading.Thread(target=server.serve_forever, daemon=True)

@@ -2,7 +2,6 @@
 
 import pytest
 from aws_stand_ins import moto_aws
-from support import ROOT
 
 
 @pytest.fixture
@@ -22,8 +21,6 @@ def s3(aws):
 
 @pytest.fixture(scope="session")
 def pipeline_handlers():
-    from chrf_components_cli import local_lambda
+    import lambda_handlers
 
-    template = ROOT / "template.yaml"
-    return (local_lambda.load_handler("ScoreBatchFunction", template),
-            local_lambda.load_handler("MergeReportFunction", template))
+    return lambda_handlers.load("ScoreBatchFunction"), lambda_handlers.load("MergeReportFunction")

@@ -16,7 +16,7 @@ from distributed_map import run_map
 from support import ROOT
 
 from chrf_components_cli.main import main
-from chrf_components_cli.server import make_server
+from chrf_components_local.server import make_server
 
 DEFINITION = json.loads((ROOT / "statemachine" / "corpus_pipeline.asl.json").read_text(encoding="utf-8"))
 DATA = ROOT / "tests" / "data" / "popovic"

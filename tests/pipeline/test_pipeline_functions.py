@@ -5,6 +5,7 @@ import random
 import re
 
 import chrf_core
+import lambda_handlers
 import pytest
 from aws_stand_ins import MAP_RUNS
 from distributed_map import DEFINITION_PATH, run_map
@@ -12,8 +13,6 @@ from hypothesis import given, settings
 from jsonschema import Draft202012Validator
 from naive_chrf import naive_score
 from support import ROOT, requests_strategy
-
-from chrf_components_cli import local_lambda
 
 DEFINITION = json.loads((ROOT / DEFINITION_PATH).read_text(encoding="utf-8"))
 CORPUS_SCHEMA = Draft202012Validator(json.loads((ROOT / "spec" / "corpus-report.schema.json").read_text()))
@@ -33,7 +32,7 @@ def run_pipeline(s3, handlers, pairs, settings_=None, extra_lines=()):
         "settings": settings_ or {},
         "output": {"bucket": "corpus", "key": "reports/test.json"},
     }
-    context = local_lambda.LambdaContext()
+    context = lambda_handlers.LambdaContext()
     map_result = run_map(s3, score_batch, context, execution_input, "corpus", "map-results", DEFINITION)
     return merge_report({**execution_input, "map_result": map_result}, context)
 
@@ -81,7 +80,8 @@ def test_pipeline_equals_single_request_on_generated_unicode(pipeline_handlers, 
 def test_score_batch_returns_the_counts_of_its_segments_and_their_lines(pipeline_handlers):
     score_batch, _ = pipeline_handlers
     items = [{"line": 10 + i, "item": {"hypothesis": h, "reference": r}} for i, (h, r) in enumerate(real_pairs(5))]
-    result = score_batch({"BatchInput": {"settings": {"char_order": 4}}, "Items": items}, local_lambda.LambdaContext())
+    result = score_batch({"BatchInput": {"settings": {"char_order": 4}}, "Items": items},
+                         lambda_handlers.LambdaContext())
     expected = chrf_core.service.compute_counts(
         {"hypotheses": [i["item"]["hypothesis"] for i in items],
          "references": [i["item"]["reference"] for i in items], "char_order": 4}
@@ -119,7 +119,7 @@ def test_of_several_invalid_lines_in_different_batches_the_first_is_reported(s3,
     score_batch, merge_report = pipeline_handlers
     execution_input = {"input": {"bucket": "corpus", "key": "inputs/test.jsonl"}, "settings": {},
                        "output": {"bucket": "corpus", "key": "reports/test.json"}}
-    context = local_lambda.LambdaContext()
+    context = lambda_handlers.LambdaContext()
     map_result = run_map(s3, score_batch, context, execution_input, "corpus", "map-results", DEFINITION)
     with pytest.raises(Exception) as caught:
         merge_report({**execution_input, "map_result": map_result}, context)
@@ -140,7 +140,7 @@ def test_a_setting_key_of_lone_surrogates_fails_with_a_deliverable_error(pipelin
     batch = {"BatchInput": {"settings": {"\ud800" * 3: 1}}, "Items": [{"line": 0, "item": {"hypothesis": "a",
                                                                                          "reference": "a"}}]}
     with pytest.raises(Exception) as caught:
-        score_batch(batch, local_lambda.LambdaContext())
+        score_batch(batch, lambda_handlers.LambdaContext())
     payload = {"errorType": type(caught.value).__name__, "errorMessage": str(caught.value)}
     json.dumps(payload, ensure_ascii=False).encode("utf-8")
     assert json.loads(payload["errorMessage"])["field"] == "\\ud800" * 3
@@ -190,7 +190,7 @@ def merge(pipeline_handlers, map_result, settings_=None):
     _, merge_report = pipeline_handlers
     event = {"input": {"bucket": "corpus", "key": "inputs/x.jsonl"}, "settings": settings_ or {},
              "output": {"bucket": "corpus", "key": "reports/x.json"}, "map_result": map_result}
-    return merge_report(event, local_lambda.LambdaContext())
+    return merge_report(event, lambda_handlers.LambdaContext())
 
 
 PAIRS = real_pairs(6)
@@ -354,7 +354,7 @@ def test_a_batchs_unknown_setting_key_is_not_logged_but_a_known_field_is(pipelin
     item = {"line": 0, "item": {"hypothesis": "a", "reference": "a"}}
     for settings_, named in (({"CONFIDENTIAL pasted": 1}, "<unknown key>"), ({"beta": 0}, "beta")):
         with pytest.raises(chrf_core.InvalidInputError):
-            score_batch({"BatchInput": {"settings": settings_}, "Items": [item]}, local_lambda.LambdaContext())
+            score_batch({"BatchInput": {"settings": settings_}, "Items": [item]}, lambda_handlers.LambdaContext())
         logged = [json.loads(line) for line in captured_logs.getvalue().splitlines() if '"invalid batch"' in line]
         assert logged[-1]["field"] == named
     assert "CONFIDENTIAL" not in captured_logs.getvalue()
@@ -374,7 +374,7 @@ def test_the_merge_refuses_an_output_location_s3_cannot_hold_as_invalid_input(pi
     event = {"input": {"bucket": "corpus", "key": "inputs/x.jsonl"}, "settings": {}, "output": output,
              "map_result": []}
     with pytest.raises(Exception) as caught:
-        merge(event, local_lambda.LambdaContext())
+        merge(event, lambda_handlers.LambdaContext())
     assert type(caught.value).__name__ == "InvalidInputError" and caught.value.field == "output"
     assert problem in caught.value.message
     json.dumps({"errorMessage": str(caught.value)}, ensure_ascii=False).encode("utf-8")  # deliverable
@@ -392,5 +392,5 @@ def test_the_merge_refuses_map_results_that_cannot_name_s3_objects_or_a_map_run(
     event = {"input": {"bucket": "corpus", "key": "inputs/x.jsonl"}, "settings": {},
              "output": {"bucket": "corpus", "key": "reports/x.json"}, "map_result": map_result}
     with pytest.raises(Exception) as caught:
-        merge(event, local_lambda.LambdaContext())
+        merge(event, lambda_handlers.LambdaContext())
     assert type(caught.value).__name__ == "InconsistentResultsError"

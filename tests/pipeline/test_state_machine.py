@@ -17,10 +17,10 @@ import pytest
 from distributed_map import DEFINITION_PATH
 from support import ROOT
 
-from chrf_components_cli import local_lambda
+from chrf_components_local import template as sam_template
 
 DEFINITION = json.loads((ROOT / DEFINITION_PATH).read_text(encoding="utf-8"))
-TEMPLATE = local_lambda.load_template(ROOT / "template.yaml")
+TEMPLATE = sam_template.load_template(ROOT / "template.yaml")
 MAP = DEFINITION["States"]["ScoreSegments"]
 LAMBDA_RETRY_ERRORS = {
     "Lambda.ServiceException",

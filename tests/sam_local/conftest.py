@@ -64,7 +64,7 @@ def sam_api(docker_host, lambda_image, sam_template, tmp_path_factory):
 @pytest.fixture(scope="session")
 def serve():
     """`chrf-components serve` on loopback: its endpoint (both APIs)."""
-    from chrf_components_cli.server import make_server
+    from chrf_components_local.server import make_server
 
     server = make_server("127.0.0.1", 0, ROOT / "template.yaml", workers=2)
     threading.Thread(target=server.serve_forever, daemon=True).start()

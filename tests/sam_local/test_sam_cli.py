@@ -187,6 +187,48 @@ def test_a_body_that_is_not_utf8_fails_in_sam_start_api_where_serve_answers_as_a
         "code": "invalid_input", "field": None, "message": "body: not valid UTF-8 (byte 0)"}})
 
 
+UNROUTED = [("GET", EXECUTE), ("DELETE", EXECUTE), ("POST", EXECUTE.upper()),
+            ("POST", "/v1/tools/chrf-components/versions/9.9.9/execute"), ("POST", "/")]
+
+
+def test_a_request_no_route_matches_is_404_in_serve_as_on_aws_where_start_api_answers_403(sam_api, serve):
+    """API Gateway (HTTP API) answers a method and path the template declares no route for with 404 Not Found,
+    without reaching the function; SAM CLI's start-api with 403 Missing Authentication Token, as a REST API does,
+    and it hands a path with a trailing slash to the function, which answers it with its own 404
+    (docs/building-and-testing.md)."""
+    for method, path in UNROUTED + [("POST", EXECUTE + "/")]:
+        assert http_call(serve, method, path, "{}") == (404, {"message": "Not Found"}), (method, path)
+    for method, path in UNROUTED:
+        assert http_call(sam_api, method, path, "{}") == (403, {"message": "Missing Authentication Token"}), \
+            (method, path)
+    status, body = http_call(sam_api, "POST", EXECUTE + "/", "{}")
+    assert status == 404 and body["error"]["code"] == "not_found"
+
+
+def preflight(base):
+    parts = urlsplit(base)
+    connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=120)
+    try:
+        connection.request("OPTIONS", EXECUTE, headers={"Origin": "https://example.org",
+                                                        "Access-Control-Request-Method": "POST"})
+        response = connection.getresponse()
+        response.read()
+        return response.status, {name.lower(): value for name, value in response.getheaders()
+                                 if name.lower().startswith("access-control-")}
+    finally:
+        connection.close()
+
+
+def test_a_cors_preflight_is_answered_by_the_gateway_in_serve_and_in_start_api(sam_api, serve):
+    """Both from the template's CorsConfiguration, the same headers; API Gateway's status is 204, start-api's 200."""
+    (mine, my_headers), (theirs, their_headers) = preflight(serve), preflight(sam_api)
+    assert (mine, theirs) == (204, 200)
+    assert my_headers["access-control-allow-origin"] == their_headers["access-control-allow-origin"] == "*"
+    for header in ("access-control-allow-methods", "access-control-allow-headers"):
+        assert sorted(my_headers[header].split(",")) == sorted(their_headers[header].split(","))
+    assert my_headers["access-control-max-age"] == their_headers["access-control-max-age"]
+
+
 def through_invoke_api(client, name):
     """A Lambda task as Step Functions runs it: invoke, and a function error raised under its errorType."""
 

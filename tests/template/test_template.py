@@ -10,9 +10,9 @@ import sys
 import pytest
 from support import CONTRACT, ROOT
 
-from chrf_components_cli import local_lambda
+from chrf_components_local import template as sam_template
 
-TEMPLATE = local_lambda.load_template(ROOT / "template.yaml")
+TEMPLATE = sam_template.load_template(ROOT / "template.yaml")
 RESOURCES = TEMPLATE["Resources"]
 BUILD_DIR = ROOT / ".aws-sam" / "build"
 SAM = ROOT / ".venv-sam" / "bin" / "sam"
@@ -68,9 +68,24 @@ def test_handler_module_is_loaded_from_the_templates_code_uri_and_layer(handler)
     module = sys.modules[handler.__module__]
     import chrf_core
 
-    code_dir, _, layer_dirs = local_lambda.function_paths(TEMPLATE, "ChrfComponentsFunction", ROOT)
+    code_dir, _, layer_dirs = sam_template.function_paths(TEMPLATE, "ChrfComponentsFunction", ROOT)
     assert code_dir in pathlib.Path(module.__file__).resolve().parents
     assert layer_dirs[0] in pathlib.Path(chrf_core.__file__).resolve().parents
+
+
+def test_the_tests_load_every_function_from_its_code_uri_handler_and_layer_as_the_template_declares():
+    import lambda_handlers
+
+    assert set(lambda_handlers.HANDLERS) == set(sam_template.function_names(TEMPLATE))
+    for name, handler_name in lambda_handlers.HANDLERS.items():
+        code_dir, declared, layer_dirs = sam_template.function_paths(TEMPLATE, name, ROOT)
+        assert (code_dir, declared, layer_dirs) == (lambda_handlers.CODE, handler_name, [lambda_handlers.LAYER])
+
+
+def test_the_emulator_routes_exactly_the_templates_http_api_events():
+    from chrf_components_local.http_api import Route, routes
+
+    assert routes(TEMPLATE) == [Route("POST", CONTRACT["execute_url"], "ChrfComponentsFunction")]
 
 
 def test_cfn_lint_reports_no_errors_or_warnings():
@@ -110,7 +125,7 @@ def test_sam_build_artifact_imports_and_answers_like_the_source(event_name):
     event_path = ROOT / "events" / f"{event_name}.json"
     script = (
         "import json, sys; sys.path[:0] = [sys.argv[1], sys.argv[2], sys.argv[3]];"
-        "from chrf_components_cli.local_lambda import invoke;"
+        "from chrf_components_local.template import invoke;"
         "import app, chrf_core;"
         "assert app.__file__.startswith(sys.argv[1]) and chrf_core.__file__.startswith(sys.argv[2]);"
         "result = invoke(app.lambda_handler, json.load(open(sys.argv[4], encoding='utf-8')));"
@@ -118,7 +133,7 @@ def test_sam_build_artifact_imports_and_answers_like_the_source(event_name):
     )
     env = {"PATH": os.environ.get("PATH", ""), "POWERTOOLS_METRICS_DISABLED": "true", "AWS_REGION": "us-east-1"}
     completed = subprocess.run(
-        [built_python(), "-I", "-B", "-c", script, str(function_dir), str(layer_dir), str(ROOT / "cli"),
+        [built_python(), "-I", "-B", "-c", script, str(function_dir), str(layer_dir), str(ROOT / "local"),
          str(event_path)],
         capture_output=True, text=True, env=env, timeout=120, check=False,
     )
@@ -138,7 +153,7 @@ def test_sam_build_artifacts_of_the_pipeline_functions_import_their_handlers(log
     script = (
         "import sys; sys.path[:0] = [sys.argv[1], sys.argv[2], sys.argv[3]];"
         f"import {module}, score_batch;"
-        "from chrf_components_cli.local_lambda import LambdaContext;"
+        "from chrf_components_local.template import LambdaContext;"
         f"assert callable({module}.lambda_handler) and {module}.__file__.startswith(sys.argv[1]);"
         "item = {'hypothesis': 'a', 'reference': 'a'};"
         "batch = {'BatchInput': {'settings': {}}, 'Items': [{'line': 0, 'item': item}]};"
@@ -146,7 +161,7 @@ def test_sam_build_artifacts_of_the_pipeline_functions_import_their_handlers(log
     )
     env = {"PATH": os.environ.get("PATH", ""), "POWERTOOLS_METRICS_DISABLED": "true", "AWS_REGION": "us-east-1"}
     completed = subprocess.run(
-        [built_python(), "-I", "-B", "-c", script, str(function_dir), str(layer_dir), str(ROOT / "cli")],
+        [built_python(), "-I", "-B", "-c", script, str(function_dir), str(layer_dir), str(ROOT / "local")],
         capture_output=True, text=True, env=env, timeout=120, check=False,
     )
     assert completed.returncode == 0, completed.stderr

@@ -1,7 +1,7 @@
 """The template's functions run as Lambda runs them, for `serve`: execution environments in worker processes.
 
 Each worker process is one execution environment: it sets the function's environment variables from the template,
-loads the function as Lambda does (local_lambda.load_handler: CodeUri, Handler, layers) and then runs one
+loads the function as Lambda does (template.load_handler: CodeUri, Handler, layers) and then runs one
 invocation at a time. Like Lambda's runtime, it receives the payload as JSON bytes and parses it itself
 (``Runtime.UnmarshalError`` if it cannot) and serialises the result itself (``Runtime.MarshalError``), so nothing a
 caller sends is ever pickled by the server. An invocation that runs past the function's Timeout is answered at the
@@ -31,7 +31,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from . import local_lambda
+from . import template as sam_template
 
 TAIL_BYTES = 4096  # Lambda returns the last 4 KB of an invocation's log
 RESPONSE_LIMIT = 6 * 1024 * 1024 + 100  # bytes of response Lambda returns (6291556, as its error says)
@@ -100,11 +100,11 @@ def _environment(template: str, logical_id: str, parent: int, connection: Any) -
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     threading.Thread(target=_exit_with_parent, args=(parent,), daemon=True).start()
     path = pathlib.Path(template)
-    config = local_lambda.function_config(local_lambda.load_template(path), logical_id)
+    config = sam_template.function_config(sam_template.load_template(path), logical_id)
     os.environ.update(config.environment)
     tee = _Tee()
     sys.stdout = tee  # the function's logs and metrics (Powertools binds its stream at import)
-    handler = local_lambda.load_handler(logical_id, path)
+    handler = sam_template.load_handler(logical_id, path)
     connection.send("ready")
     while True:
         try:
@@ -114,7 +114,7 @@ def _environment(template: str, logical_id: str, parent: int, connection: Any) -
         tee.kept = []
         started = time.monotonic()
         print(f"START RequestId: {request_id} Version: $LATEST")
-        context = local_lambda.LambdaContext(logical_id, config.memory_mb, config.timeout, request_id)
+        context = sam_template.LambdaContext(logical_id, config.memory_mb, config.timeout, request_id)
         payload, failed = _run(handler, body, context, request_id)
         elapsed = (time.monotonic() - started) * 1000
         print(f"END RequestId: {request_id}")
@@ -160,7 +160,7 @@ class Runtime:
 
     def __init__(self, template: pathlib.Path, logical_id: str, workers: int) -> None:
         self.template, self.logical_id, self.workers = template, logical_id, workers
-        self.config = local_lambda.function_config(local_lambda.load_template(template), logical_id)
+        self.config = sam_template.function_config(sam_template.load_template(template), logical_id)
         self.available = threading.Condition()
         self.idle: list[_Worker] = []  # guarded by available
         self.busy: set[_Worker] = set()
@@ -314,11 +314,11 @@ class Functions:
     """Every function of the template, each with its own execution environments."""
 
     def __init__(self, template: pathlib.Path, workers: int) -> None:
-        data = local_lambda.load_template(template)
+        data = sam_template.load_template(template)
         # A template without the API function fails here, in one line, before any worker starts.
-        local_lambda.function_paths(data, local_lambda.DEFAULT_FUNCTION, template.parent)
-        self.runtimes = {name: Runtime(template, name, workers) for name in local_lambda.function_names(data)}
-        self.runtimes[local_lambda.DEFAULT_FUNCTION].warm()  # the API answers its first request warm
+        sam_template.function_paths(data, sam_template.DEFAULT_FUNCTION, template.parent)
+        self.runtimes = {name: Runtime(template, name, workers) for name in sam_template.function_names(data)}
+        self.runtimes[sam_template.DEFAULT_FUNCTION].warm()  # the API answers its first request warm
 
     def get(self, logical_id: str) -> Runtime | None:
         return self.runtimes.get(logical_id)

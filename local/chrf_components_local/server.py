@@ -13,30 +13,28 @@ and body, chunked or not) on its own event loop before a thread sees it, so slow
 it keeps connections alive, validates Content-Length, caps the body at API Gateway's 10 MB payload limit (413),
 closes idle connections, and keeps a deep listen backlog. With ``--iam`` the SigV4 signature is checked first, as
 the deployed API's IAM authorization (service execute-api) and Lambda (service lambda) check it. Log lines are
-escaped and never carry a body. The functions run in worker processes as Lambda runs them (lambda_runtime.py).
+escaped and never carry a body. The functions run in worker processes as Lambda runs them (runtime.py).
 SIGINT (Ctrl-C) and SIGTERM stop the server and every worker.
 """
 
 from __future__ import annotations
 
-import base64
 import json
 import pathlib
 import re
 import signal
 import sys
 import time
-import uuid
 from collections.abc import Callable, Iterable
-from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import unquote
 
 from chrf_core.contract import EXECUTE_PATH
 
-from . import local_lambda
+from . import template as sam_template
+from .http_api import HttpApi
 from .invoke_api import INVOKE_PATH, InvokeApi, lambda_error
-from .lambda_runtime import Functions
+from .runtime import Functions
 
 CONNECTION_TIMEOUT = 30  # seconds a connection may stay idle before the server closes it
 CONNECTION_LIMIT = 1000  # connections open at once; more wait in the listen backlog
@@ -57,54 +55,19 @@ def escaped(text: str, limit: int = 200) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def http_api_event(method: str, target: str, headers: dict[str, str], body: bytes, source_ip: str) -> dict[str, Any]:
-    """An HTTP API payload v2 event as API Gateway builds it for this request (``headers`` lower-case)."""
-    path, _, query = target.partition("?")
-    try:
-        text, is_base64 = body.decode("utf-8"), False
-    except UnicodeDecodeError:
-        text, is_base64 = base64.b64encode(body).decode("ascii"), True
-    now = datetime.now(UTC)
-    return {
-        "version": "2.0",
-        "routeKey": "$default",
-        "rawPath": path,
-        "rawQueryString": query,
-        "headers": headers,
-        "requestContext": {
-            "accountId": "123456789012",
-            "apiId": "local",
-            "domainName": headers.get("host", "127.0.0.1"),
-            "domainPrefix": "local",
-            "http": {
-                "method": method,
-                "path": path,
-                "protocol": "HTTP/1.1",
-                "sourceIp": source_ip,
-                "userAgent": headers.get("user-agent", ""),
-            },
-            "requestId": str(uuid.uuid4()),
-            "routeKey": "$default",
-            "stage": "$default",
-            "time": now.strftime("%d/%b/%Y:%H:%M:%S +0000"),
-            "timeEpoch": int(now.timestamp() * 1000),
-        },
-        "body": text if body else None,
-        "isBase64Encoded": is_base64,
-    }
-
-
 # ---- HTTP front ------------------------------------------------------------------------------------------------
 
 
 class Gateway:
-    """The WSGI application, both APIs on one port: the HTTP API as API Gateway serves it (SigV4 for execute-api
-    with --iam, the event, the proxy integration's response) and the Lambda Invoke API as Lambda serves it
-    (SigV4 for lambda with --iam), with one escaped, text-free log line per request."""
+    """The WSGI application, both APIs on one port: the HTTP API as API Gateway serves it (routes from the template,
+    SigV4 for execute-api with --iam) and the Lambda Invoke API as Lambda serves it (SigV4 for lambda with --iam),
+    with one escaped, text-free log line per request."""
 
-    def __init__(self, functions: Functions, credentials: Any = None, region: str = "us-east-1") -> None:
+    def __init__(self, functions: Functions, template: dict[str, Any], credentials: Any = None,
+                 region: str = "us-east-1") -> None:
         self.functions, self.credentials, self.region = functions, credentials, region
         self.lambda_api = InvokeApi(functions, region)
+        self.http_api = HttpApi(functions, template)
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         method, target = environ["REQUEST_METHOD"], environ.get("REQUEST_URI") or environ.get("PATH_INFO", "/")
@@ -118,8 +81,9 @@ class Gateway:
                 status, response_headers, data = self.lambda_api.answer(unquote(function[1]), target.partition("?")[2],
                                                                         headers, body)
         else:
-            status, response_headers, data = self.http_api(method, target, headers, body,
-                                                           environ.get("REMOTE_ADDR", ""))
+            status, response_headers, data = self.http_api.answer(
+                method, target, headers, body, environ.get("REMOTE_ADDR", ""),
+                lambda: self.refused(method, target, headers, body, "execute-api"))
         start_response(f"{status} {STATUS_TEXT.get(status, 'Status')}",
                        [*response_headers, ("Content-Length", str(len(data)))])
         sys.stderr.write(f"{time.strftime('%H:%M:%S')} {environ.get('REMOTE_ADDR', '')} "
@@ -138,25 +102,6 @@ class Gateway:
         except SignatureError as error:
             return error
         return None
-
-    def http_api(self, method: str, target: str, headers: dict[str, str], body: bytes,
-                 source_ip: str) -> tuple[int, list[tuple[str, str]], bytes]:
-        refusal = self.refused(method, target, headers, body, "execute-api")
-        if refusal:
-            return 403, [*JSON_HEADERS, ("x-amzn-ErrorType", refusal.code)], json.dumps(
-                {"message": str(refusal)}).encode()
-        api = self.functions.get(local_lambda.DEFAULT_FUNCTION)
-        assert api is not None
-        result = api.invoke(json.dumps(http_api_event(method, target, headers, body, source_ip)).encode())
-        response = json.loads(result.payload)
-        if result.failed or not isinstance(response, dict) or "statusCode" not in response:
-            # The function raised: API Gateway's proxy integration answers 500 with this body.
-            return 500, JSON_HEADERS, b'{"message": "Internal Server Error"}'
-        payload = response.get("body") or ""
-        data = base64.b64decode(payload) if response.get("isBase64Encoded") else payload.encode("utf-8")
-        response_headers = [(str(name), str(value)) for name, value in (response.get("headers") or {}).items()
-                            if str(name).lower() not in ("content-length", "connection", "transfer-encoding")]
-        return int(response["statusCode"]), response_headers, data
 
 
 STATUS_TEXT = {200: "OK", 202: "Accepted", 204: "No Content", 400: "Bad Request", 403: "Forbidden", 404: "Not Found",
@@ -191,7 +136,7 @@ class LocalServer:
             self.waitress = waitress.create_server(
                 gateway, host=host, port=port, threads=threads, connection_limit=CONNECTION_LIMIT, backlog=BACKLOG,
                 channel_timeout=idle_timeout, cleanup_interval=max(1, min(30, idle_timeout)),
-                max_request_body_size=local_lambda.API_GATEWAY_PAYLOAD_LIMIT, asyncore_use_poll=True,
+                max_request_body_size=sam_template.API_GATEWAY_PAYLOAD_LIMIT, asyncore_use_poll=True,
                 ident="chrf-components-local", clear_untrusted_proxy_headers=True,
             )
         except (OSError, OverflowError, ValueError) as error:
@@ -237,10 +182,12 @@ def make_server(host: str = "127.0.0.1", port: int = 3000, template: pathlib.Pat
         if not (region or session.get_config_variable("region")):
             raise ServeError("--iam needs a region to check signatures' scope against: --region or AWS_REGION")
     region = region or session.get_config_variable("region") or "us-east-1"
-    functions = Functions(template or local_lambda.find_template(), workers)
+    path = template or sam_template.find_template()
+    functions = Functions(path, workers)
     try:
-        return LocalServer(host, port, functions, Gateway(functions, credentials, region), max(4, 2 * workers),
-                           idle_timeout)
+        return LocalServer(host, port, functions,
+                           Gateway(functions, sam_template.load_template(path), credentials, region),
+                           max(4, 2 * workers), idle_timeout)
     except BaseException:
         functions.close()
         raise

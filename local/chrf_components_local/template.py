@@ -1,4 +1,4 @@
-"""Run the template's Lambda functions locally the way Lambda loads them, without Docker.
+"""The template, as SAM reads it: its functions, and a function's handler loaded the way Lambda loads it.
 
 Lambda puts a layer's content at /opt/python and the function's CodeUri at the task root, then imports the
 module named by Handler. This module reads template.yaml, puts the same folders first on sys.path (a layer's
@@ -86,6 +86,14 @@ def function_paths(
     return (root / properties["CodeUri"]).resolve(), properties["Handler"], layer_dirs
 
 
+def parameter_value(template: dict[str, Any], value: Any) -> Any:
+    """A value, with a ``!Ref`` to a parameter taken at the parameter's default."""
+    parameters = template.get("Parameters", {})
+    if isinstance(value, dict) and set(value) == {"Ref"} and value["Ref"] in parameters:
+        return parameters[value["Ref"]].get("Default")
+    return value
+
+
 class FunctionConfig(NamedTuple):
     """What Lambda runs a function with, besides its code: the template's Timeout, MemorySize and environment."""
 
@@ -99,12 +107,10 @@ def function_config(template: dict[str, Any], logical_id: str) -> FunctionConfig
     parameter's default, and one that needs the deployed stack (other intrinsics) is left out."""
     globals_function = template.get("Globals", {}).get("Function", {})
     properties = template["Resources"][logical_id]["Properties"]
-    parameters = template.get("Parameters", {})
     environment: dict[str, str] = {}
     for source in (globals_function, properties):
         for name, value in (source.get("Environment", {}).get("Variables") or {}).items():
-            if isinstance(value, dict) and set(value) == {"Ref"} and value["Ref"] in parameters:
-                value = parameters[value["Ref"]].get("Default")
+            value = parameter_value(template, value)
             if isinstance(value, (str, int, float, bool)):
                 environment[name] = str(value).lower() if isinstance(value, bool) else str(value)
     setting = {**globals_function, **properties}

@@ -21,7 +21,7 @@ import json
 import re
 from urllib.parse import parse_qs
 
-from .lambda_runtime import TAIL_BYTES, Functions
+from .runtime import TAIL_BYTES, Functions
 
 Answer = tuple[int, list[tuple[str, str]], bytes]
 
