@@ -7,6 +7,7 @@ a C compiler the package still installs and counts in Python. `make dist` cross-
 the Lambda layer's arm64 object is built separately, by layers/chrf_core/Makefile during `sam build`.
 """
 
+import glob
 import gzip
 import importlib.util
 import io
@@ -67,11 +68,12 @@ setup(
     ext_modules=[
         Extension(
             "chrf_core._kernel",
-            sources=[f"{NATIVE}/{name}.c" for name in ("module", "counting", "pairwise")],
-            depends=[f"{NATIVE}/kernel.h", f"{NATIVE}/pairwise.h"],
+            sources=sorted(glob.glob(f"{NATIVE}/*.c")),
+            depends=sorted(glob.glob(f"{NATIVE}/*.h")),
             define_macros=[("Py_LIMITED_API", "0x030B0000")],
             py_limited_api=True,
-            extra_compile_args=["-std=c99", "-O2", "-ffp-contract=off", "-Wall", "-Wextra"],
+            extra_compile_args=["-std=c99", "-O2", "-ffp-contract=off", "-Wall", "-Wextra", "-pthread"],
+            extra_link_args=["-pthread"],
             optional=os.environ.get("CHRF_REQUIRE_NATIVE") != "1",
         )
     ],

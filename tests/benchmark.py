@@ -12,6 +12,8 @@
 6. `chrf-components segments` (text and --json) against `score` on the same lines.
 7. `chrf_core.pairwise` (every hypothesis against every reference, as in MBR decoding) against
    `fastchrf.pairwise_chrf` and sacreBLEU's `sentence_score`, at 256 x 256 and 1024 x 1024.
+8. MBR decoding in fastChrF's own set-up (n = 4 ... 1024 samples, batches of 1 and 32 sources, chrF and chrF++):
+   `pairwise_batch` and `aggregate_batch` against fastChrF's `pairwise_chrf` and `aggregate_chrf`.
 
 Times are the best of several interleaved rounds (the least disturbed by other load on a shared machine).
 `python tests/benchmark.py --quick` runs fewer rounds and smaller command-line corpora.
@@ -38,6 +40,7 @@ sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "cli"), str(ROOT / "layers" / "c
 
 import chrf_core  # noqa: E402
 import lambda_handlers  # noqa: E402
+import numpy  # noqa: E402
 import payloads  # noqa: E402
 from sacrebleu.metrics import CHRF  # noqa: E402
 
@@ -223,12 +226,12 @@ def segments_table(sizes: list[int], timeout: float) -> None:
                   f"{times['--json'] / times['score']:>7.1f}x")
 
 
-def mbr_candidates(count: int) -> list[str]:
+def mbr_candidates(count: int, source: int = 3) -> list[str]:
     """Sampled translations of one source: a real reference with a quarter of its words replaced, some dropped."""
-    rng = random.Random(6)
+    rng = random.Random(6 + source)
     pairs = payloads.real_pairs()
     vocabulary = sorted({word for pair in pairs for text in pair for word in text.split()})
-    return [payloads.edited(pairs[3][1], rng, vocabulary) for _ in range(count)]
+    return [payloads.edited(pairs[source % len(pairs)][1], rng, vocabulary) for _ in range(count)]
 
 
 def real_lines(count: int) -> list[str]:
@@ -269,6 +272,41 @@ def pairwise_table(rounds: int) -> None:
     print("  (agreement with fastChrF: every score within 1e-9; * sacreBLEU timed on 32 rows and scaled)")
 
 
+def mbr_table(rounds: int) -> None:
+    """MBR decoding in fastChrF's own set-up: n sampled translations of a source as both hypotheses and pseudo-
+    references, for a batch of sources in one call; pairs per second per core (for aggregate, the n x n pairs it
+    stands for), every library on every core."""
+    import fastchrf
+
+    cores = chrf_core.mbr.available_cores()
+    print(f"\n8. MBR decoding (fastChrF's set-up): n samples per source, a batch of sources per call, {cores} cores;"
+          "\n   time per call, and pairs per second per core\n")
+    header = (f"{'method':<10}{'n':>6}{'batch':>7}{'chrF':>11}{'fastChrF':>11}{'speed-up':>10}{'pairs/s/core':>14}"
+              f"{'chrF++':>11}")
+    print(header + "\n" + "-" * len(header))
+    for method in ("pairwise", "aggregate"):
+        for batch in (1, 32):
+            for n in (4, 16, 64, 256, 1024):
+                pairs = n * n * batch
+                if (method == "pairwise" and pairs > 256 * 256 * 32) or (method == "aggregate" and n * batch > 2**15):
+                    continue
+                sets = [mbr_candidates(n, source) for source in range(batch)]
+                ours, ours_plus = getattr(chrf_core.CHRF(), f"{method}_batch"), getattr(
+                    chrf_core.CHRF(word_order=2), f"{method}_batch")
+                theirs = getattr(fastchrf, f"{method}_chrf")
+                functions = {"ours": lambda o=ours, s=sets: o(s, s), "fastchrf": lambda t=theirs, s=sets: t(s, s),
+                             "plus": lambda o=ours_plus, s=sets: o(s, s)}
+                fewer = rounds if pairs <= 2**16 else max(1, rounds // 3) if pairs <= 2**20 else 1
+                best = best_of(functions, fewer, 1)
+                difference = max(float(abs(mine - numpy.array(other)).max())
+                                 for mine, other in zip(ours(sets, sets), theirs(sets, sets)))
+                assert difference <= 1e-9, f"{method} and fastChrF differ by {difference}"
+                print(f"{method:<10}{n:>6}{batch:>7}{best['ours'] * 1000:>9.2f}ms{best['fastchrf'] * 1000:>9.1f}ms"
+                      f"{best['fastchrf'] / best['ours']:>9.1f}x{pairs / best['ours'] / cores:>14.3g}"
+                      f"{best['plus'] * 1000:>9.2f}ms")
+    print("  (agreement with fastChrF: every score within 1e-9; fastChrF cannot count words, so chrF++ is ours alone)")
+
+
 def import_times() -> None:
     code = "import time; t = time.perf_counter(); import {module}; print((time.perf_counter() - t) * 1000)"
     path = f"{ROOT / 'functions' / 'chrf_components'}:{ROOT / 'layers' / 'chrf_core'}"
@@ -282,7 +320,9 @@ def import_times() -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer rounds, smaller command-line corpora")
+    parser.add_argument("--tables", default="1,2,3,4,5,6,7,8", help="which tables, by number (default: all)")
     args = parser.parse_args()
+    tables = {int(number) for number in args.tables.split(",")}
     rounds = 3 if args.quick else 9
     kernels = ", ".join(sorted(chrf_core.counting.KERNELS))
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores; kernels: {kernels};"
@@ -290,14 +330,20 @@ def main() -> None:
     if "native" not in chrf_core.counting.KERNELS:
         print(f"(native kernel not loaded: {chrf_core.counting.KERNEL_ERROR}; run make setup)\n")
     invoke = quiet_handler()
-    handler_table(invoke, rounds)
-    worst_case_table(invoke, rounds)
     sizes = [10_000, 100_000] if args.quick else [100_000, 1_000_000]
-    command_line_table(sizes, sacrebleu_limit=100_000, timeout=1800)
-    compare_timing(3 if args.quick else 5)
-    import_times()
-    segments_table(sizes, timeout=1800)
-    pairwise_table(3 if args.quick else 6)
+    tables_in_order = [
+        lambda: handler_table(invoke, rounds),
+        lambda: worst_case_table(invoke, rounds),
+        lambda: command_line_table(sizes, sacrebleu_limit=100_000, timeout=1800),
+        lambda: compare_timing(3 if args.quick else 5),
+        import_times,
+        lambda: segments_table(sizes, timeout=1800),
+        lambda: pairwise_table(3 if args.quick else 6),
+        lambda: mbr_table(3 if args.quick else 6),
+    ]
+    for number, table in enumerate(tables_in_order, 1):
+        if number in tables:
+            table()
 
 
 if __name__ == "__main__":

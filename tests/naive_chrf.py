@@ -107,7 +107,7 @@ def naive_score(request):
     lowercase = request.get("lowercase", False)
     include_whitespace = request.get("include_whitespace", False)
     averaging = request.get("averaging", "precision_recall")
-    totals = naive_counts(
+    totals = request.get("totals") or naive_counts(
         request["hypotheses"], request["references"], char_order, word_order, lowercase, include_whitespace
     )
     orders, ps, rs, fs = [], [], [], []
@@ -162,3 +162,41 @@ def naive_score(request):
         "score": round6(score),
         "score_fraction": fmt(score),
     }
+
+
+def units_of(text, char_order, word_order, lowercase, include_whitespace):
+    """A text's n-gram tables of every order, characters first."""
+    if lowercase:
+        text = text.lower()
+    chars = list(text) if include_whitespace else [c for c in text if c not in WHITESPACE]
+    words = tokens(text)
+    return [grams(chars, n) for n in range(1, char_order + 1)] + [grams(words, n) for n in range(1, word_order + 1)]
+
+
+def naive_aggregate(hypotheses, references, **chosen):
+    """Each hypothesis' exact score against the references' average n-gram counts, as the definition reads: average
+    counts S_g / R as Fractions, matches = sum of min(h_g, S_g / R), precision = matches / the hypothesis'
+    n-grams, recall = matches / (the references' n-grams / R); scaled by R into integer totals for naive_score."""
+    char_order, word_order = int(chosen.get("char_order", 6)), int(chosen.get("word_order", 0))
+    options = (char_order, word_order, chosen.get("lowercase", False), chosen.get("include_whitespace", False))
+    r = len(references)
+    tables = [units_of(reference, *options) for reference in references]
+    average = []
+    for order in range(char_order + word_order):
+        summed = {}
+        for table in tables:
+            for key, value in table[order].items():
+                summed[key] = summed.get(key, 0) + value
+        average.append({key: Fraction(value, r) for key, value in summed.items()})
+    scores = []
+    for hypothesis in hypotheses:
+        totals = []
+        for order, table in enumerate(units_of(hypothesis, *options)):
+            matched = sum((min(Fraction(count), average[order].get(key, Fraction(0))) for key, count in table.items()),
+                          Fraction(0))
+            hyp, ref = sum(table.values()), sum(average[order].values(), Fraction(0))
+            totals.append([r * hyp, int(r * ref), int(r * matched)])
+        totals = totals or None
+        request = {"hypotheses": [hypothesis], "references": [references[0]], "totals": totals, **chosen}
+        scores.append(Fraction(naive_score(request)["score_fraction"]))
+    return scores

@@ -1,7 +1,7 @@
 """`make sanitize`: the native kernel built with AddressSanitizer and UndefinedBehaviorSanitizer, driven through
 thousands of generated requests (checked against the naive implementation), the adversarial shapes, a segment
 large enough to release the kept buffers, and an error path. Not part of `make test` (it needs its own build and
-LD_PRELOAD); run it after changing kernel.c. Usage: python tests/native/sanitize.py LAYER_DIR
+LD_PRELOAD); run it after changing native/. Usage: python tests/native/sanitize.py LAYER_DIR
 """
 
 import contextlib
@@ -49,13 +49,24 @@ for _ in range(300):  # pairwise: every shape of side, both averagings, the exac
     word_order = rng.randint(0 if char_order else 1, 4)
     chosen = {"char_order": char_order, "word_order": word_order, "beta": rng.randint(1, 16),
               "include_whitespace": rng.random() < 0.3, "averaging": rng.choice(chrf_core.contract.AVERAGINGS)}
-    matrix = chrf_core.pairwise(*sides, **chosen)
+    metric = chrf_core.CHRF(**chosen)
+    threads = rng.randint(1, 4)
+    matrix = metric.pairwise(*sides, threads=threads)
     for i, j in [(0, 0), (len(sides[0]) - 1, len(sides[1]) - 1)]:
-        metric = chrf_core.CHRF(**chosen)
         assert matrix[i, j] == metric.sentence_score(sides[0][i], [sides[1][j]]).score
-chrf_core.counting.NATIVE.pairwise([big, "ab"], [big[::-1]], 6, 2, False, 2, True, 1, numpy.empty((2, 1)))
+    aggregated = metric.aggregate(*sides, threads=threads)
+    if len(sides[1]) == 1:
+        assert aggregated.tolist() == matrix[:, 0].tolist()
+    assert [len(scores) for scores in metric.aggregate_batch([sides[0]] * 3, [sides[1]] * 3, threads=threads)] == [
+        len(sides[0])] * 3
+chrf_core.counting.NATIVE.pairwise([big, "ab"], [big[::-1]], 6, 2, False, 2, True, 1, 3, numpy.empty((2, 1)))
+chrf_core.counting.NATIVE.aggregate([big, "ab"], [big[::-1], "b"], 6, 2, False, 2, True, 1, 3, numpy.empty(2),
+                                    numpy.empty((2, 8, 3), dtype=numpy.int64))
 with contextlib.suppress(TypeError):
-    chrf_core.counting.NATIVE.pairwise(["a"], ["a", 3], 2, 0, False, 2, 0, 80, numpy.empty((1, 2)))
+    chrf_core.counting.NATIVE.pairwise(["a"], ["a", 3], 2, 0, False, 2, 0, 80, 1, numpy.empty((1, 2)))
 with contextlib.suppress(ValueError):
-    chrf_core.counting.NATIVE.pairwise(["a"], ["a", "b"], 2, 0, False, 2, 0, 80, numpy.empty((1, 3)))
+    chrf_core.counting.NATIVE.pairwise(["a"], ["a", "b"], 2, 0, False, 2, 0, 80, 1, numpy.empty((1, 3)))
+with contextlib.suppress(ValueError):
+    chrf_core.counting.NATIVE.aggregate(["a"], ["a"], 2, 0, False, 2, 0, 80, 1, numpy.empty(1),
+                                        numpy.empty((1, 2, 2), dtype=numpy.int64))
 print("sanitized run: no errors")

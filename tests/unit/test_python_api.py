@@ -10,7 +10,7 @@ from fractions import Fraction
 import chrf_core
 import numpy
 import pytest
-from chrf_core import InvalidInputError, counting
+from chrf_core import InvalidInputError, counting, mbr
 from chrf_core import metric as api
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -59,10 +59,10 @@ def test_a_native_score_too_close_to_a_rounding_midpoint_is_computed_exactly(mon
     if "native" not in chrf_core.counting.KERNELS:
         pytest.skip("the native kernel is not built")
     texts = [text for pair in real_pairs() for text in pair][:12]
-    flagged = counting.NATIVE.pairwise(texts, texts, 6, 2, False, 2, False, 1, numpy.empty((12, 12)))
+    flagged = counting.NATIVE.pairwise(texts, texts, 6, 2, False, 2, False, 1, 1, numpy.empty((12, 12)))
     assert len(flagged) > 100  # at a tolerance of half the value, nearly every score is handed back
     monkeypatch.setattr(counting, "KERNEL", "native")
-    monkeypatch.setattr(api, "TOLERANCE_BITS", 1)
+    monkeypatch.setattr(mbr, "TOLERANCE_BITS", 1)
     matrix = chrf_core.pairwise(texts, texts, word_order=2)
     for i, j in itertools.product(range(12), range(12)):
         assert matrix[i, j] == float(exact(texts[i], texts[j], {"word_order": 2}))
@@ -179,10 +179,14 @@ def test_the_readme_python_example_runs_and_picks_the_candidate_the_others_agree
     example = re.search(r"```python\n(.*?)```", readme, re.S).group(1)
     pairs = real_pairs()[:10]
     candidates = ["the cat sat on the mat", "a cat sat on the mat", "the cat sat on a mat", "dogs bark"]
-    namespace = {"hypotheses": [h for h, _ in pairs], "references": [r for _, r in pairs], "candidates": candidates}
+    candidate_sets = [candidates, candidates[::-1], candidates[:1]]
+    namespace = {"hypotheses": [h for h, _ in pairs], "references": [r for _, r in pairs], "candidates": candidates,
+                 "candidate_sets": candidate_sets}
     exec(compile(example, "README.md", "exec"), namespace)
     result = namespace["result"]
     assert namespace["best"] == "the cat sat on the mat"
+    assert candidates[namespace["utility"].argmax()] == "the cat sat on the mat"
+    assert [len(scores) for scores in namespace["per_source"]] == [4, 4, 1]
     assert namespace["report"] == result.to_dict() and result.segment_count == 10 and len(namespace["scores"]) == 10
     assert capsys.readouterr().out.split()[:3] == ["chrF2++", "=", f"{result.score:.2f}"]
 

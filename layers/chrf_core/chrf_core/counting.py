@@ -178,8 +178,8 @@ def segment_counts(hypotheses: Sequence[str], references: Sequence[str], setting
     return numpy.frombuffer(data, dtype=numpy.int64).reshape(len(hypotheses), settings.orders, 3)
 
 
-def pairwise(hypotheses: Sequence[str], references: Sequence[str], settings: CHRF,
-             tolerance_bits: int) -> tuple[numpy.ndarray, list[int]]:
+def pairwise(hypotheses: Sequence[str], references: Sequence[str], settings: CHRF, tolerance_bits: int,
+             threads: int) -> tuple[numpy.ndarray, list[int]]:
     """Every hypothesis against every reference: the float64 matrix of scores and the flat indices whose rounding
     the native kernel could not decide (the Python kernel's scores are all exact)."""
     import numpy
@@ -190,12 +190,37 @@ def pairwise(hypotheses: Sequence[str], references: Sequence[str], settings: CHR
     counted = lowercased(hypotheses, settings), lowercased(references, settings)
     if KERNEL == "native":
         undecided = NATIVE.pairwise(*counted, settings.char_order, settings.word_order, settings.include_whitespace,
-                                    settings.beta, settings.averaging == "per_order_f", tolerance_bits, matrix)
+                                    settings.beta, settings.averaging == "per_order_f", tolerance_bits, threads,
+                                    matrix)
         return matrix, undecided
     for row, pairs in zip(matrix, python_kernel.pairwise(*counted, settings.char_order, settings.word_order,
                                                          settings.include_whitespace)):
         row[:] = [float(exact_score(settings, orders)) for orders in pairs]
     return matrix, []
+
+
+def aggregate(hypotheses: Sequence[str], references: Sequence[str], settings: CHRF, tolerance_bits: int,
+              threads: int) -> tuple[numpy.ndarray, numpy.ndarray, list[int]]:
+    """Each hypothesis against the references' summed n-gram counts: its score, its per-order counts (an int64
+    array shaped (hypotheses, orders, 3): R x its n-grams, the references' n-grams, matches) and the indices whose
+    rounding the native kernel could not decide (the Python kernel's scores are all exact)."""
+    import numpy
+
+    from .report import exact_score
+
+    scores = numpy.empty(len(hypotheses))
+    counts = numpy.empty((len(hypotheses), settings.orders, 3), dtype=numpy.int64)
+    counted = lowercased(hypotheses, settings), lowercased(references, settings)
+    if KERNEL == "native":
+        undecided = NATIVE.aggregate(*counted, settings.char_order, settings.word_order, settings.include_whitespace,
+                                     settings.beta, settings.averaging == "per_order_f", tolerance_bits, threads,
+                                     scores, counts)
+        return scores, counts, undecided
+    for index, orders in enumerate(python_kernel.aggregate(*counted, settings.char_order, settings.word_order,
+                                                           settings.include_whitespace)):
+        counts[index] = orders
+        scores[index] = float(exact_score(settings, orders))
+    return scores, counts, []
 
 
 def merge_counts(parts: Iterable[Counts]) -> Counts:

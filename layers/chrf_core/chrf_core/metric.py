@@ -1,7 +1,8 @@
 """``CHRF``: the scoring settings, checked by the contract's rules, and everything scored with them.
 
 It is shaped like sacreBLEU's ``CHRF``: settings as keyword arguments (named and defaulted as the contract names
-them), then ``corpus_score``, ``sentence_score`` and, for minimum Bayes risk decoding, ``pairwise``; every number is
+them), then ``corpus_score``, ``sentence_score`` and, for minimum Bayes risk decoding, ``pairwise`` and
+``aggregate`` (and their ``_batch`` forms, on every core); every number is
 the contract's, exact. The whole project passes settings around as a ``CHRF``.
 
 >>> from chrf_core import CHRF
@@ -35,17 +36,16 @@ from fractions import Fraction
 from itertools import islice
 from typing import TYPE_CHECKING, Any, Literal, overload
 
-from . import counting
+from . import counting, mbr
 from .contract import AVERAGINGS, INTEGER_RANGES, SETTING_KEYS, TEXT_KEYS, TOOL, VERSION
 from .errors import InvalidInputError, describe, unknown_key_error
 from .report import Report, exact_score, float_scores, report_of
-from .texts import MAX_TEXT_LENGTH, check_chunk, check_encodable, check_strings, not_one_text
+from .texts import check_chunk, not_one_text
 
 if TYPE_CHECKING:
     import numpy
 
 CHUNK = 4096  # segments read and counted at a time
-TOLERANCE_BITS = 80  # a native pairwise score within 2^-80 of a rounding midpoint is recomputed exactly
 
 
 @dataclass(frozen=True)
@@ -188,28 +188,50 @@ class CHRF:
         hypotheses, references = _streams(hypotheses, references)
         return (report_of(counting.Counts(self, 1, orders)) for orders in self._segment_counts(hypotheses, references))
 
-    def pairwise(self, hypotheses: Sequence[str], references: Sequence[str]) -> numpy.ndarray:
+    def pairwise(self, hypotheses: Sequence[str], references: Sequence[str], *,
+                 threads: int | None = None) -> numpy.ndarray:
         """Every hypothesis scored against every reference alone, as for minimum Bayes risk decoding: a float64
         NumPy array shaped (len(hypotheses), len(references)), each entry correctly rounded from its exact
-        fraction. The native kernel counts each text's n-grams once, without the GIL; the texts together may hold
-        at most MAX_TEXT_LENGTH code points."""
-        sides = [_segments(key, texts) for key, texts in zip(TEXT_KEYS, (hypotheses, references))]
-        for key, texts in zip(TEXT_KEYS, sides):
-            if not texts:
-                raise InvalidInputError(key, "at least 1 segment, got 0")
-            check_strings(key, texts)
-            check_encodable(key, texts)
-        total = sum(map(len, sides[0])) + sum(map(len, sides[1]))
-        if total > MAX_TEXT_LENGTH:
-            raise InvalidInputError(None, f"at most {MAX_TEXT_LENGTH} code points in all texts together, got "
-                                          f"{total}", subject="texts")
-        matrix, undecided = counting.pairwise(sides[0], sides[1], self, TOLERANCE_BITS)
-        flat = matrix.reshape(-1)
-        for index in undecided:
-            hypothesis, reference = divmod(index, len(sides[1]))
-            orders = counting.count_segments([sides[0][hypothesis]], [sides[1][reference]], self).orders
-            flat[index] = float(exact_score(self, orders))
-        return matrix
+        fraction. Each text's n-grams are counted once; the native kernel runs on ``threads`` threads (default:
+        every core) without the GIL. The texts together may hold at most MAX_TEXT_LENGTH code points."""
+        return mbr.pairwise(self, *mbr.checked(hypotheses, references), mbr.thread_count(threads))
+
+    @overload
+    def aggregate(self, hypotheses: Sequence[str], references: Sequence[str], *, exact: Literal[False] = False,
+                  threads: int | None = None) -> numpy.ndarray: ...
+
+    @overload
+    def aggregate(self, hypotheses: Sequence[str], references: Sequence[str], *, exact: Literal[True],
+                  threads: int | None = None) -> list[Fraction]: ...
+
+    def aggregate(self, hypotheses: Sequence[str], references: Sequence[str], *, exact: bool = False,
+                  threads: int | None = None) -> numpy.ndarray | list[Fraction]:
+        """Each hypothesis scored once against the references' averaged n-gram counts (reference aggregation for
+        MBR decoding, linear in the number of references): a float64 array, each entry correctly rounded from its
+        exact fraction, or with ``exact`` the Fractions. With one reference it is ``pairwise``'s column. See
+        :mod:`chrf_core.mbr` for the exact definition.
+
+        >>> CHRF().aggregate(["a cat", "the dog"], ["the cat", "a dog"]).round(4).tolist()
+        [24.0791, 24.37]
+        """
+        return mbr.aggregate(self, *mbr.checked(hypotheses, references), mbr.thread_count(threads), exact)
+
+    def pairwise_batch(self, hypothesis_sets: Sequence[Sequence[str]], reference_sets: Sequence[Sequence[str]], *,
+                       threads: int | None = None) -> list[numpy.ndarray]:
+        """:meth:`pairwise` for many candidate sets (one per source sentence) in one call, the sets spread over
+        ``threads`` threads (default: every core): one matrix per set, in order."""
+        return mbr.batch(self._pairwise_of, hypothesis_sets, reference_sets, mbr.thread_count(threads))
+
+    def aggregate_batch(self, hypothesis_sets: Sequence[Sequence[str]], reference_sets: Sequence[Sequence[str]], *,
+                        threads: int | None = None) -> list[numpy.ndarray]:
+        """:meth:`aggregate` for many candidate sets in one call, spread over the threads: one array per set."""
+        return mbr.batch(self._aggregate_of, hypothesis_sets, reference_sets, mbr.thread_count(threads))
+
+    def _pairwise_of(self, hypotheses: list[str], references: list[str], threads: int) -> numpy.ndarray:
+        return mbr.pairwise(self, hypotheses, references, threads)
+
+    def _aggregate_of(self, hypotheses: list[str], references: list[str], threads: int) -> numpy.ndarray:
+        return mbr.aggregate(self, hypotheses, references, threads, exact=False)  # type: ignore[return-value]
 
     def _segment_counts(self, hypotheses: Iterable[str],
                         references: Iterable[str]) -> Iterator[tuple[counting.Triple, ...]]:

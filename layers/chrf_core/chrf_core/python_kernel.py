@@ -64,19 +64,38 @@ def count(
     return tuple((totals[k], totals[k + 1], totals[k + 2]) for k in range(0, row, 3))
 
 
+def profile(text: str, char_order: int, word_order: int, include_whitespace: bool) -> list[tuple[int, Counter[Any]]]:
+    """A text's n-grams of every order, characters first: (how many, how often each)."""
+    characters = text if include_whitespace else "".join(text.split())
+    tokens = tuple(words(text))
+    return [(max(0, len(units) - n + 1), ngrams(units, n))
+            for units, orders in ((characters, char_order), (tokens, word_order)) for n in range(1, orders + 1)]
+
+
 def pairwise(
     hypotheses: Sequence[str], references: Sequence[str], char_order: int, word_order: int, include_whitespace: bool
 ) -> Iterator[list[tuple[tuple[int, int, int], ...]]]:
     """Every hypothesis against every reference, a row at a time: each pair's per-order counts, as ``count`` gives
     them for the pair alone, each text's n-grams counted once (memory: the references' n-grams and one row)."""
-
-    def profile(text: str) -> list[tuple[int, Counter[Any]]]:
-        characters = text if include_whitespace else "".join(text.split())
-        tokens = tuple(words(text))
-        return [(max(0, len(units) - n + 1), ngrams(units, n))
-                for units, orders in ((characters, char_order), (tokens, word_order)) for n in range(1, orders + 1)]
-
-    columns = [profile(reference) for reference in references]
-    for row in map(profile, hypotheses):
+    columns = [profile(reference, char_order, word_order, include_whitespace) for reference in references]
+    for row in (profile(hypothesis, char_order, word_order, include_whitespace) for hypothesis in hypotheses):
         yield [tuple((hyp_total, ref_total, sum((hyp_grams & ref_grams).values()))
                      for (hyp_total, hyp_grams), (ref_total, ref_grams) in zip(row, column)) for column in columns]
+
+
+def aggregate(
+    hypotheses: Sequence[str], references: Sequence[str], char_order: int, word_order: int, include_whitespace: bool
+) -> Iterator[tuple[tuple[int, int, int], ...]]:
+    """Each hypothesis against the references' n-gram counts summed, as per-order counts: with R references,
+    (R x its n-grams, the references' n-grams, the sum over n-grams g of min(R x its count of g, the references'
+    count of g)), so that the contract's formula on them scores against the references' average counts exactly."""
+    r = len(references)
+    summed: list[Counter[Any]] = [Counter() for _ in range(char_order + word_order)]
+    totals = [0] * (char_order + word_order)
+    for reference in references:
+        for o, (total, grams) in enumerate(profile(reference, char_order, word_order, include_whitespace)):
+            summed[o].update(grams)
+            totals[o] += total
+    for row in (profile(hypothesis, char_order, word_order, include_whitespace) for hypothesis in hypotheses):
+        yield tuple((r * total, totals[o], sum(min(r * count, summed[o][gram]) for gram, count in grams.items()))
+                    for o, (total, grams) in enumerate(row))

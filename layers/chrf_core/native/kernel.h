@@ -71,6 +71,17 @@ typedef struct {
 
 extern uint64_t hash_seed;
 
+#define POLL_MASK 0xFFFFFu /* positions between two polls for an interruption */
+
+static inline int poll(Work *work, size_t done) {
+    return ((done + 1) & POLL_MASK) == 0 && work->interrupted != NULL && work->interrupted();
+}
+
+/* After a pass over `size` units: whether to stop (only passes long enough to delay an interruption look). */
+static inline int stop_after(Work *work, size_t size) {
+    return size > POLL_MASK && work->interrupted != NULL && work->interrupted();
+}
+
 static inline int is_space(uint32_t c) {
     /* The contract's whitespace: U+0009-U+000D, U+001C-U+001F, U+0020, U+0085, U+00A0, U+1680,
        U+2000-U+200A, U+2028, U+2029, U+202F, U+205F, U+3000 (exactly what Python's str.split() splits on). */
@@ -84,9 +95,13 @@ static inline int is_space(uint32_t c) {
 int table_reserve(Work *work, size_t keys);
 void table_generation(Work *work, size_t keys);
 uint32_t intern_pair(Work *work, uint32_t first, uint32_t second, uint32_t *classes);
+/* The value of (first, second) in the pair table, or NO_CLASS. */
+uint32_t find_pair(const Work *work, uint32_t first, uint32_t second);
 /* The token table for texts at `base` holding up to `tokens` distinct tokens, a fresh generation of it, and
    chrF++.py's separate_punctuation over text[0..length) (text within base): token ids into ids, their number. */
 int tokens_reserve(Work *work, size_t tokens);
+/* At most how many distinct word tokens texts totalling `positions` code points hold. */
+size_t distinct_tokens_bound(size_t positions);
 void tokens_generation(Work *work, const uint32_t *base, size_t tokens);
 #define TOKENIZE_INTERRUPTED SIZE_MAX
 /* The word tokens of text as ids (interned: equal tokens, equal ids); their number, or TOKENIZE_INTERRUPTED. */

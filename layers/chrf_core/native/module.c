@@ -1,7 +1,8 @@
 /*
  * The CPython module chrf_core._kernel: arguments in, texts copied out as code points, counts and scores back.
  * CPython Limited API 3.11 (one _kernel.abi3.so for every Python from 3.11 on); the counting itself is in
- * counting.c and pairwise.c, which know nothing of Python.
+ * counting.c (with tables.c) and, for minimum Bayes risk decoding, pairwise.c and aggregate.c (with corpus.c and
+ * scores.c), which know nothing of Python.
  */
 #ifndef Py_LIMITED_API
 #define Py_LIMITED_API 0x030B0000
@@ -12,7 +13,7 @@
 #include <string.h>
 
 #include "kernel.h"
-#include "pairwise.h"
+#include "mbr.h"
 
 #define POLL_POINTS (1u << 20)      /* code points counted between two looks for a pending signal */
 #define KEEP_POSITIONS (1u << 19)   /* buffers kept between calls up to this many positions, else given back */
@@ -216,68 +217,153 @@ static int pause_for_signals(void *context) {
     return stop;
 }
 
+/* The arguments both MBR functions share: the texts, the settings, the threads and the output buffer(s). */
+typedef struct {
+    PyObject *sides[2];
+    Py_ssize_t counts[2];
+    Scoring scoring;
+    int threads;
+} MbrCall;
+
+static int mbr_settings(MbrCall *call, int char_order, int word_order, int keep_whitespace, int beta, int per_order_f,
+                        int tolerance_bits) {
+    if (char_order < 0 || word_order < 0 || char_order + word_order > MAX_ORDERS || char_order + word_order == 0 ||
+        beta < 1 || beta > 1000 || tolerance_bits < 1 || tolerance_bits > 100 || call->threads < 1 ||
+        call->threads > MAX_THREADS) {
+        PyErr_SetString(PyExc_ValueError, "settings out of range");
+        return -1;
+    }
+    call->scoring = (Scoring){char_order, word_order, keep_whitespace, per_order_f, (double)beta * beta, 1.0};
+    for (int k = 0; k < tolerance_bits; k++) call->scoring.tolerance /= 2;
+    for (int side = 0; side < 2; side++)
+        if ((call->counts[side] = PySequence_Size(call->sides[side])) < 0) return -1;
+    if ((size_t)call->counts[0] >= UINT32_MAX || (size_t)call->counts[1] >= UINT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "too many texts");
+        return -1;
+    }
+    return 0;
+}
+
+/* A writable C-contiguous buffer of exactly `size` bytes, or -1 with ValueError naming it. */
+static int output(PyObject *object, Py_buffer *view, size_t size, const char *what) {
+    if (PyObject_GetBuffer(object, view, PyBUF_CONTIG) < 0) return -1;
+    if ((size_t)view->len != size) {
+        PyBuffer_Release(view);
+        PyErr_Format(PyExc_ValueError, "%s has the wrong size", what);
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *flagged_list(const Flagged *flagged) {
+    PyObject *result = PyList_New((Py_ssize_t)flagged->count);
+    for (size_t k = 0; result != NULL && k < flagged->count; k++) {
+        PyObject *index = PyLong_FromSize_t(flagged->indices[k]);
+        if (index == NULL) Py_CLEAR(result);
+        else PyList_SetItem(result, (Py_ssize_t)k, index);
+    }
+    return result;
+}
+
 PyDoc_STRVAR(pairwise_doc,
              "pairwise(hypotheses, references, char_order, word_order, include_whitespace, beta, per_order_f,\n"
-             "         tolerance_bits, out)\n--\n\n"
+             "         tolerance_bits, threads, out)\n--\n\n"
              "Every hypothesis against every reference into out, a writable C-contiguous buffer of\n"
              "len(hypotheses) x len(references) native doubles (row-major), each the score rounded to the nearest\n"
              "double. Returns the list of the flat indices whose rounding could not be decided within\n"
              "2^-tolerance_bits of the value, to be computed exactly. Texts must already be lowercased if the\n"
-             "settings ask for it. Runs without the GIL; Ctrl-C stops it within a row.");
+             "settings ask for it. Runs on `threads` threads without the GIL; Ctrl-C stops it within a chunk of rows.");
 
 static PyObject *pairwise(PyObject *module, PyObject *args) {
     (void)module;
-    PyObject *sides[2], *out;
+    MbrCall call;
+    PyObject *out;
     int char_order, word_order, keep_whitespace, beta, per_order_f, tolerance_bits;
-    if (!PyArg_ParseTuple(args, "OOiipipiO:pairwise", &sides[0], &sides[1], &char_order, &word_order,
-                          &keep_whitespace, &beta, &per_order_f, &tolerance_bits, &out))
+    if (!PyArg_ParseTuple(args, "OOiipipiiO:pairwise", &call.sides[0], &call.sides[1], &char_order, &word_order,
+                          &keep_whitespace, &beta, &per_order_f, &tolerance_bits, &call.threads, &out) ||
+        mbr_settings(&call, char_order, word_order, keep_whitespace, beta, per_order_f, tolerance_bits) < 0)
         return NULL;
-    if (char_order < 0 || word_order < 0 || char_order + word_order > MAX_ORDERS || char_order + word_order == 0 ||
-        beta < 1 || beta > 1000 || tolerance_bits < 1 || tolerance_bits > 100) {
-        PyErr_SetString(PyExc_ValueError, "settings out of range");
-        return NULL;
-    }
-    Py_ssize_t counts[2];
-    for (int side = 0; side < 2; side++)
-        if ((counts[side] = PySequence_Size(sides[side])) < 0) return NULL;
-    const size_t rows = (size_t)counts[0], columns = (size_t)counts[1];
-    if (columns >= UINT32_MAX || (columns && rows > ((size_t)PY_SSIZE_T_MAX / sizeof(double)) / columns)) {
+    const size_t rows = (size_t)call.counts[0], columns = (size_t)call.counts[1];
+    if (columns && rows > ((size_t)PY_SSIZE_T_MAX / sizeof(double)) / columns) {
         PyErr_SetString(PyExc_ValueError, "too many texts");
         return NULL;
     }
     Py_buffer view;
-    if (PyObject_GetBuffer(out, &view, PyBUF_CONTIG) < 0) return NULL;
+    if (output(out, &view, rows * columns * sizeof(double), "out") < 0) return NULL;
     PyObject *result = NULL;
     uint32_t *points = NULL;
     size_t *start = NULL;
     Flagged flagged = {NULL, 0, 0};
-    if ((size_t)view.len != rows * columns * sizeof(double)) {
-        PyErr_SetString(PyExc_ValueError, "out must hold len(hypotheses) * len(references) doubles");
-        goto done;
-    }
-    if (load_texts(sides, counts, &points, &start) < 0) goto done;
-    Scoring scoring = {char_order, word_order, keep_whitespace, per_order_f, (double)beta * beta, 1.0};
-    for (int k = 0; k < tolerance_bits; k++) scoring.tolerance /= 2;
+    if (load_texts(call.sides, call.counts, &points, &start) < 0) goto done;
     Texts texts = {points, start, rows, columns};
     PyThreadState *state = PyEval_SaveThread();
-    int status = pairwise_scores(&texts, &scoring, (double *)view.buf, &flagged, pause_for_signals, &state);
+    int status = pairwise_scores(&texts, &call.scoring, call.threads, (double *)view.buf, &flagged,
+                                 pause_for_signals, &state);
     PyEval_RestoreThread(state);
     if (status == 1) goto done; /* the signal handler's exception is set */
     if (status < 0) {
         PyErr_NoMemory();
         goto done;
     }
-    result = PyList_New((Py_ssize_t)flagged.count);
-    for (size_t k = 0; result != NULL && k < flagged.count; k++) {
-        PyObject *index = PyLong_FromSize_t(flagged.indices[k]);
-        if (index == NULL) Py_CLEAR(result);
-        else PyList_SetItem(result, (Py_ssize_t)k, index);
-    }
+    result = flagged_list(&flagged);
 done:
     free(flagged.indices);
     free(points);
     free(start);
     PyBuffer_Release(&view);
+    return result;
+}
+
+PyDoc_STRVAR(aggregate_doc,
+             "aggregate(hypotheses, references, char_order, word_order, include_whitespace, beta, per_order_f,\n"
+             "          tolerance_bits, threads, scores, counts)\n--\n\n"
+             "Each hypothesis against the references' summed n-gram counts into scores (len(hypotheses) native\n"
+             "doubles) and counts (len(hypotheses) x orders x 3 native int64s: R x hypothesis n-grams, the\n"
+             "references' n-grams, matches). Returns the indices whose rounding could not be decided, as pairwise.");
+
+static PyObject *aggregate(PyObject *module, PyObject *args) {
+    (void)module;
+    MbrCall call;
+    PyObject *scores_out, *counts_out;
+    int char_order, word_order, keep_whitespace, beta, per_order_f, tolerance_bits;
+    if (!PyArg_ParseTuple(args, "OOiipipiiOO:aggregate", &call.sides[0], &call.sides[1], &char_order, &word_order,
+                          &keep_whitespace, &beta, &per_order_f, &tolerance_bits, &call.threads, &scores_out,
+                          &counts_out) ||
+        mbr_settings(&call, char_order, word_order, keep_whitespace, beta, per_order_f, tolerance_bits) < 0)
+        return NULL;
+    const size_t rows = (size_t)call.counts[0], orders = (size_t)(char_order + word_order);
+    if (call.counts[1] == 0) {
+        PyErr_SetString(PyExc_ValueError, "at least one reference");
+        return NULL;
+    }
+    Py_buffer scores, counts;
+    if (output(scores_out, &scores, rows * sizeof(double), "scores") < 0) return NULL;
+    if (output(counts_out, &counts, rows * orders * 3 * sizeof(int64_t), "counts") < 0) {
+        PyBuffer_Release(&scores);
+        return NULL;
+    }
+    PyObject *result = NULL;
+    uint32_t *points = NULL;
+    size_t *start = NULL;
+    Flagged flagged = {NULL, 0, 0};
+    if (load_texts(call.sides, call.counts, &points, &start) < 0) goto done;
+    Texts texts = {points, start, rows, (size_t)call.counts[1]};
+    PyThreadState *state = PyEval_SaveThread();
+    int status = aggregate_scores(&texts, &call.scoring, call.threads, (double *)scores.buf, (int64_t *)counts.buf,
+                                  &flagged, pause_for_signals, &state);
+    PyEval_RestoreThread(state);
+    if (status == 1) goto done;
+    if (status < 0) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    result = flagged_list(&flagged);
+done:
+    free(flagged.indices);
+    free(points);
+    free(start);
+    PyBuffer_Release(&scores);
+    PyBuffer_Release(&counts);
     return result;
 }
 
@@ -294,6 +380,7 @@ static PyObject *set_seed(PyObject *module, PyObject *seed) {
 static PyMethodDef methods[] = {
     {"count", count, METH_VARARGS, count_doc},
     {"pairwise", pairwise, METH_VARARGS, pairwise_doc},
+    {"aggregate", aggregate, METH_VARARGS, aggregate_doc},
     {"set_seed", set_seed, METH_O, set_seed_doc},
     {NULL, NULL, 0, NULL},
 };

@@ -1,0 +1,90 @@
+/* Minimum Bayes risk decoding: many texts scored against many (pairwise.c, aggregate.c), from every text's n-grams
+   counted once (corpus.c), with scores in double-double arithmetic (scores.c), on several threads. No Python here. */
+#ifndef CHRF_MBR_H
+#define CHRF_MBR_H
+
+#include "kernel.h"
+
+#define MAX_THREADS 256
+
+typedef struct {
+    int char_order, word_order, keep_whitespace, per_order_f;
+    double beta_squared;
+    double tolerance; /* a score this close (relative) to a rounding midpoint is flagged for exact computation */
+} Scoring;
+
+/* The texts: rows hypotheses then columns references, text t's code points at points[start[t]..start[t + 1]). */
+typedef struct {
+    const uint32_t *points;
+    const size_t *start;
+    size_t rows, columns;
+} Texts;
+
+/* Indices whose rounding could not be decided, to be computed exactly by the caller. */
+typedef struct {
+    size_t *indices;
+    size_t count, capacity;
+} Flagged;
+
+/* Pauses for the caller about every 2^18 pairs, on the calling thread (nonzero: stop); NULL never pauses. */
+typedef int (*Pause)(void *context);
+
+/* Fill scores[i * columns + j] for every pair, each the score rounded to the nearest double. Returns 0; 1 when the
+   pause said stop; -1 when out of memory. flagged->indices is the caller's to free (free()). */
+int pairwise_scores(const Texts *texts, const Scoring *scoring, int threads, double *scores, Flagged *flagged,
+                    Pause pause, void *context);
+
+/* Each hypothesis against the references' n-gram counts summed: with R references, per order, matches is the sum
+   over n-grams g of min(R h_g, S_g), the hypothesis' n-grams R h and the references' all of theirs. Fills scores[i]
+   (rounded to the nearest double) and counts[i * 3 * orders + 3 * o + {0, 1, 2}] (R h, references' n-grams,
+   matches). Returns as pairwise_scores does. */
+int aggregate_scores(const Texts *texts, const Scoring *scoring, int threads, double *scores, int64_t *counts,
+                     Flagged *flagged, Pause pause, void *context);
+
+/* ---- shared by both (corpus.c, scores.c) ---- */
+
+typedef struct {
+    double hi, lo;
+} Double2;
+
+/* A score (0..100) from per-order n-gram totals and matches, as the contract defines it, in double-double. */
+Double2 chrf_score(const Scoring *scoring, int orders, const double *hyp, const double *ref, const double *matches);
+/* Whether rounding value.hi may differ from rounding the exact value, which lies within hi * tolerance of it. */
+int near_midpoint(Double2 value, double tolerance);
+/* Append an index to flagged: 0, or -1 when out of memory. */
+int flag(Flagged *flagged, size_t index);
+
+/* Every text's units and per-order class ids: equal n-grams of any two texts share an id. */
+typedef struct {
+    size_t texts;
+    size_t *unit_start[2]; /* [characters, words]: texts + 1 offsets into units and classes */
+    uint32_t *units[2];
+    uint32_t *classes[2]; /* per kind: order-major, order o's ids at classes + o * total units */
+    uint32_t class_count[2][MAX_ORDERS];
+    size_t base[MAX_ORDERS + 1]; /* rows of all orders: order o's class c is row base[o] + c, base[orders] rows */
+    uint32_t *totals;            /* texts x orders: each text's n-grams of each order */
+    size_t longest;              /* the most n-grams of all orders in one text */
+} Corpus;
+
+/* The corpus of texts (rows + columns of them). 0, or -1 when out of memory (corpus_free in any case). */
+int corpus_build(Corpus *corpus, const Texts *texts, const Scoring *scoring);
+void corpus_free(Corpus *corpus);
+
+/* A text's occurrences of one row (order and class): its count, and which text or row it stands for. */
+typedef struct {
+    uint32_t reference, count;
+} Posting;
+
+/* Text t's distinct n-grams of every order into entries, as (row, count); seen/where are per-row scratch (seen must
+   not hold `mark` beforehand). Their number. */
+size_t distinct_ngrams(const Corpus *corpus, size_t t, int char_order, int orders, uint32_t mark, uint32_t *seen,
+                       uint32_t *where, Posting *entries);
+
+/* Rows [from, to) of a task, on worker `worker` (0 .. threads - 1): 0, or -1 when out of memory. */
+typedef int (*RowsTask)(void *shared, int worker, size_t from, size_t to);
+
+/* Run task over rows 0..rows-1 in chunks of `chunk` rows on `threads` threads (the calling one included, which alone
+   pauses, between its chunks). 0; 1 when the pause said stop; -1 when a task failed. */
+int parallel_rows(size_t rows, size_t chunk, int threads, RowsTask task, void *shared, Pause pause, void *context);
+
+#endif

@@ -1,0 +1,197 @@
+/*
+ * The tables and buffers of counting: the pair table ((class, unit) -> class, open addressing, compared exactly),
+ * the word token table (interned by content), chrF++.py's tokenizer, and the per-call buffers (no Python here).
+ * Hashes are seeded per process (hash_seed), so an attacker cannot build inputs that collide in the tables.
+ */
+#include "kernel.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+uint64_t hash_seed = 0x243F6A8885A308D3ull;
+
+static inline uint64_t mix64(uint64_t x) {
+    x ^= hash_seed;
+    x ^= x >> 33;
+    x *= 0xFF51AFD7ED558CCDull;
+    x ^= x >> 33;
+    x *= 0xC4CEB9FE1A85EC53ull;
+    x ^= x >> 33;
+    return x;
+}
+
+static inline int is_ascii_punctuation(uint32_t c) {
+    /* string.punctuation: !"#$%&'()*+,-./:;<=>?@[\]^_`{|}~ */
+    return (c >= 0x21 && c <= 0x2F) || (c >= 0x3A && c <= 0x40) || (c >= 0x5B && c <= 0x60) ||
+           (c >= 0x7B && c <= 0x7E);
+}
+
+static int grow(void **buffer, size_t *room, size_t count, size_t size) {
+    if (count <= *room) return 0;
+    void *bigger = realloc(*buffer, count * size);
+    if (bigger == NULL) return -1;
+    *buffer = bigger;
+    *room = count;
+    return 0;
+}
+
+/* A table of at least `count` slots, all stamps 0 (calloc: pages cost memory only once used). */
+static int grow_zeroed(void **table, size_t *room, size_t count, size_t size) {
+    if (count <= *room) return 0;
+    free(*table);
+    *room = 0;
+    if ((*table = calloc(count, size)) == NULL) return -1;
+    *room = count;
+    return 0;
+}
+
+/* Slots for `keys` keys at a load of at most 2/3 (linear probing stays short). */
+static inline size_t slots_for(size_t keys) { return keys + keys / 2 + 16; }
+
+int table_reserve(Work *work, size_t keys) {
+    return grow_zeroed((void **)&work->table, &work->table_room, slots_for(keys), sizeof(Slot));
+}
+
+void table_generation(Work *work, size_t keys) {
+    work->slots = (uint32_t)slots_for(keys);
+    if (++work->stamp == 0) { /* wrapped after 2^32 generations: clear every stamp once */
+        for (size_t i = 0; i < work->table_room; i++) work->table[i].stamp = 0;
+        work->stamp = 1;
+    }
+}
+
+static inline uint32_t slot_of(uint64_t hash, uint32_t slots) { return (uint32_t)(((hash >> 32) * slots) >> 32); }
+
+uint32_t intern_pair(Work *work, uint32_t first, uint32_t second, uint32_t *classes) {
+    uint32_t index = slot_of(mix64(((uint64_t)first << 32) | second), work->slots);
+    for (;;) {
+        Slot *slot = &work->table[index];
+        if (slot->stamp != work->stamp) {
+            *slot = (Slot){first, second, (*classes)++, work->stamp};
+            return slot->value;
+        }
+        if (slot->first == first && slot->second == second) return slot->value;
+        if (++index == work->slots) index = 0;
+    }
+}
+
+uint32_t find_pair(const Work *work, uint32_t first, uint32_t second) {
+    uint32_t index = slot_of(mix64(((uint64_t)first << 32) | second), work->slots);
+    for (;;) {
+        const Slot *slot = &work->table[index];
+        if (slot->stamp != work->stamp) return NO_CLASS;
+        if (slot->first == first && slot->second == second) return slot->value;
+        if (++index == work->slots) index = 0;
+    }
+}
+
+int tokens_reserve(Work *work, size_t tokens) {
+    return grow_zeroed((void **)&work->tokens, &work->token_room, slots_for(tokens), sizeof(TokenSlot));
+}
+
+void tokens_generation(Work *work, const uint32_t *base, size_t tokens) {
+    work->token_base = base;
+    work->token_slots = (uint32_t)slots_for(tokens);
+    if (++work->token_stamp == 0) {
+        for (size_t i = 0; i < work->token_room; i++) work->tokens[i].stamp = 0;
+        work->token_stamp = 1;
+    }
+}
+
+static inline uint32_t intern_token(Work *work, const uint32_t *text, uint32_t length, uint32_t *tokens) {
+    uint64_t hash = (uint64_t)length * 0x9E3779B97F4A7C15ull;
+    for (uint32_t i = 0; i < length; i++) hash = (hash ^ text[i]) * 0x100000001B3ull + (hash >> 29);
+    hash = mix64(hash);
+    const uint32_t check = (uint32_t)hash;
+    uint32_t index = slot_of(hash, work->token_slots);
+    for (;;) {
+        TokenSlot *slot = &work->tokens[index];
+        if (slot->stamp != work->token_stamp) {
+            *slot = (TokenSlot){check, (uint32_t)(text - work->token_base), length, (*tokens)++, work->token_stamp};
+            return slot->value;
+        }
+        if (slot->hash == check && slot->length == length &&
+            memcmp(work->token_base + slot->offset, text, length * sizeof(uint32_t)) == 0)
+            return slot->value;
+        if (++index == work->token_slots) index = 0;
+    }
+}
+
+size_t tokenize(Work *work, const uint32_t *text, size_t length, uint32_t *ids, uint32_t *tokens) {
+    size_t count = 0, i = 0, next_poll = POLL_MASK;
+    while (i < length) {
+        if (i >= next_poll) {
+            if (stop_after(work, POLL_MASK + 1)) return TOKENIZE_INTERRUPTED;
+            next_poll = i + POLL_MASK;
+        }
+        while (i < length && is_space(text[i])) i++;
+        if (i == length) break;
+        size_t start = i;
+        while (i < length && !is_space(text[i])) i++;
+        uint32_t size = (uint32_t)(i - start);
+        const uint32_t *word = text + start;
+        if (size > 1 && is_ascii_punctuation(word[size - 1])) {
+            ids[count++] = intern_token(work, word, size - 1, tokens);
+            ids[count++] = intern_token(work, word + size - 1, 1, tokens);
+        } else if (size > 1 && is_ascii_punctuation(word[0])) {
+            ids[count++] = intern_token(work, word, 1, tokens);
+            ids[count++] = intern_token(work, word + 1, size - 1, tokens);
+        } else {
+            ids[count++] = intern_token(work, word, size, tokens);
+        }
+    }
+    return count;
+}
+
+/* Word tokens of texts totalling `positions` code points: at most two per three code points, and at most one
+   distinct token per two code points besides the 32 punctuation marks. */
+static size_t tokens_bound(size_t positions) { return 2 * (positions + 2) / 3 + 1; }
+size_t distinct_tokens_bound(size_t positions) { return (positions + 2) / 2 + 33; }
+
+int work_reserve(Work *work, size_t positions, size_t shorter, int words) {
+    size_t room = work->positions, tokens_room = work->tokens_room, classes = work->classes_room;
+    if (grow((void **)&work->raw, &room, positions + 1, sizeof(uint32_t)) < 0) return -1;
+    room = work->positions;
+    if (grow((void **)&work->cls, &room, positions + 1, sizeof(uint32_t)) < 0) return -1;
+    room = work->positions;
+    if (grow((void **)&work->alive, &room, positions + 1, sizeof(uint32_t)) < 0) return -1;
+    work->positions = room;
+    if (words && grow((void **)&work->units, &tokens_room, tokens_bound(positions), sizeof(uint32_t)) < 0) return -1;
+    work->tokens_room = tokens_room;
+    for (int k = 0; k < 2; k++) {
+        size_t info_room = work->classes_room, partner_room = work->classes_room;
+        if (grow((void **)&work->info[k], &info_room, shorter + 1, sizeof(ClassInfo)) < 0 ||
+            grow((void **)&work->partner[k], &partner_room, shorter + 1, sizeof(uint32_t)) < 0)
+            return -1;
+        classes = info_room;
+    }
+    work->classes_room = classes;
+    if (table_reserve(work, shorter) < 0 || (words && tokens_reserve(work, distinct_tokens_bound(positions)) < 0))
+        return -1;
+    if (work->direct == NULL && (work->direct = calloc(DIRECT_SLOTS, sizeof(DirectSlot))) == NULL) return -1;
+    for (int side = 0; side < 2; side++)
+        if (work->histogram[side] == NULL && (work->histogram[side] = calloc(DIRECT_SLOTS, sizeof(uint32_t))) == NULL)
+            return -1;
+    if (work->ranks == NULL && (work->ranks = calloc(CODE_POINTS, sizeof(DirectSlot))) == NULL) return -1;
+    return 0;
+}
+
+void work_release(Work *work) {
+    free(work->raw);
+    free(work->units);
+    free(work->cls);
+    free(work->alive);
+    for (int k = 0; k < 2; k++) {
+        free(work->info[k]);
+        free(work->partner[k]);
+    }
+    free(work->table);
+    free(work->tokens);
+    free(work->direct);
+    free(work->histogram[0]);
+    free(work->histogram[1]);
+    free(work->ranks);
+    int (*interrupted)(void) = work->interrupted;
+    memset(work, 0, sizeof *work);
+    work->interrupted = interrupted;
+}

@@ -1,0 +1,131 @@
+"""Minimum Bayes risk decoding: reference aggregation against its exact definition (a naive implementation in the
+tests), fastChrF's aggregate_chrf and pairwise; threads and batches against the one-call, one-thread results."""
+
+import random
+from fractions import Fraction
+
+import chrf_core
+import numpy
+import pytest
+from chrf_core import CHRF, InvalidInputError, counting
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from naive_chrf import naive_aggregate
+from payloads import edited, real_pairs
+from support import SEGMENT_TEXT, settings_strategy
+from test_kernels import kernels
+
+
+@pytest.fixture(params=kernels())
+def kernel(request, monkeypatch):
+    monkeypatch.setattr(counting, "KERNEL", request.param)
+    return request.param
+
+
+def candidates(count, seed=6, source=3):
+    """Sampled translations of one source: a real reference with a quarter of its words replaced, some dropped."""
+    rng = random.Random(seed)
+    pairs = real_pairs()
+    vocabulary = sorted({word for pair in pairs for text in pair for word in text.split()})
+    return [edited(pairs[source][1], rng, vocabulary) for _ in range(count)]
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(SEGMENT_TEXT, min_size=1, max_size=5), st.lists(SEGMENT_TEXT, min_size=1, max_size=5),
+       settings_strategy())
+def test_aggregate_is_the_exact_score_against_the_references_average_counts(kernel, hypotheses, references, chosen):
+    metric = CHRF(**chosen)
+    expected = naive_aggregate(hypotheses, references, **chosen)
+    assert metric.aggregate(hypotheses, references, exact=True) == expected
+    assert metric.aggregate(hypotheses, references).tolist() == [float(value) for value in expected]
+
+
+def test_aggregate_of_real_mt_lines_is_exact_in_both_kernels_for_chrf_plus_plus(kernel):
+    texts = [text for pair in real_pairs()[:40] for text in pair]
+    for chosen in ({"word_order": 2}, {"char_order": 10, "word_order": 4, "lowercase": True},
+                   {"averaging": "per_order_f", "beta": 3, "include_whitespace": True}):
+        metric = CHRF(**chosen)
+        expected = naive_aggregate(texts[:20], texts[20:], **chosen)
+        assert metric.aggregate(texts[:20], texts[20:], exact=True) == expected
+        assert metric.aggregate(texts[:20], texts[20:]).tolist() == [float(value) for value in expected]
+
+
+def test_with_one_reference_aggregate_is_the_pairwise_column(kernel):
+    texts = candidates(30)
+    metric = CHRF(word_order=2)
+    assert metric.aggregate(texts, texts[:1]).tolist() == metric.pairwise(texts, texts[:1])[:, 0].tolist()
+
+
+def test_aggregate_equals_fastchrf_aggregate_chrf_on_real_lines_and_mbr_candidates():
+    fastchrf = pytest.importorskip("fastchrf")
+    lines = [text for pair in real_pairs() for text in pair]
+    for hypotheses, references in ((candidates(64), candidates(64, seed=7)), (lines[::2], lines[1::2])):
+        for char_order, beta in ((6, 2), (4, 1), (10, 3)):
+            ours = CHRF(char_order=char_order, beta=beta).aggregate(hypotheses, references)
+            theirs = numpy.array(fastchrf.aggregate_chrf([hypotheses], [references], char_order=char_order,
+                                                         beta=float(beta))[0])
+            assert numpy.abs(ours - theirs).max() <= 1e-9
+
+
+def test_fastchrf_keeps_u001c_to_u001f_in_character_ngrams_where_the_contract_drops_them():
+    """The documented difference (docs/python-api.md): fastChrF removes Unicode White_Space, which lacks U+001C-F."""
+    fastchrf = pytest.importorskip("fastchrf")
+    hypotheses, references = ["a\x1cb c"], ["ab c"]
+    assert CHRF().aggregate(hypotheses, references).tolist() == [100.0]
+    assert fastchrf.aggregate_chrf([hypotheses], [references])[0][0] < 100
+
+
+def test_every_thread_count_gives_the_same_numbers():
+    if "native" not in counting.KERNELS:
+        pytest.skip("the native kernel is not built")
+    texts = candidates(150)
+    metric = CHRF(word_order=2)
+    pairwise, aggregate = metric.pairwise(texts, texts, threads=1), metric.aggregate(texts, texts, threads=1)
+    for threads in (2, 3, 8, 256):
+        assert numpy.array_equal(metric.pairwise(texts, texts, threads=threads), pairwise)
+        assert numpy.array_equal(metric.aggregate(texts, texts, threads=threads), aggregate)
+
+
+def test_a_batch_is_each_set_scored_alone(kernel):
+    sets = [candidates(size, seed=seed, source=seed) for seed, size in enumerate([5, 1, 12, 7, 3])]
+    references = [candidates(size, seed=seed + 10, source=seed) for seed, size in enumerate([4, 6, 1, 7, 2])]
+    metric = CHRF(word_order=2)
+    for threads in (1, 3):
+        matrices = metric.pairwise_batch(sets, references, threads=threads)
+        scores = metric.aggregate_batch(sets, references, threads=threads)
+        for k, (hypotheses, pseudo_references) in enumerate(zip(sets, references)):
+            assert numpy.array_equal(matrices[k], metric.pairwise(hypotheses, pseudo_references, threads=1))
+            assert numpy.array_equal(scores[k], metric.aggregate(hypotheses, pseudo_references, threads=1))
+
+
+def test_batch_mistakes_are_named():
+    metric = CHRF()
+    with pytest.raises(InvalidInputError, match="reference_sets: must have as many sets as hypothesis_sets"):
+        metric.pairwise_batch([["a"], ["b"]], [["a"]])
+    with pytest.raises(InvalidInputError, match=r"hypothesis_sets\[1\]: at least 1 segment"):
+        metric.aggregate_batch([["a"], []], [["a"], ["b"]])
+    with pytest.raises(TypeError, match="hypothesis_sets: expected a sequence of sets"):
+        metric.pairwise_batch(["a", "b"], [["a"], ["b"]])
+    with pytest.raises(TypeError, match=r"reference_sets\[1\]: expected a sequence of segments"):
+        metric.aggregate_batch([["a"], ["b"]], [["a"], "ab"])
+
+
+@pytest.mark.parametrize("threads", [0, -1, 257, 2.0, True, "4"])
+def test_threads_must_be_a_count_from_1_to_256(threads):
+    with pytest.raises(InvalidInputError, match="threads: must be an integer from 1 to 256"):
+        CHRF().aggregate(["a"], ["a"], threads=threads)
+    with pytest.raises(InvalidInputError, match="threads: must be an integer from 1 to 256"):
+        CHRF().pairwise_batch([["a"]], [["a"]], threads=threads)
+
+
+def test_aggregate_leaves_its_inputs_alone_and_checks_them_as_pairwise_does(kernel):
+    hypotheses, references = ["A cat", "b"], ["a cat"]
+    assert CHRF(lowercase=True).aggregate(hypotheses, references, exact=True)[0] == Fraction(100)
+    assert hypotheses == ["A cat", "b"] and references == ["a cat"]
+    with pytest.raises(InvalidInputError, match="references: at least 1 segment"):
+        CHRF().aggregate(["a"], [])
+    with pytest.raises(TypeError, match="references: expected a sequence of segments"):
+        CHRF().aggregate(["a"], "a")
+    with pytest.raises(InvalidInputError, match="surrogate"):
+        CHRF().aggregate(["a\ud800"], ["a"])
+    assert chrf_core.CHRF().aggregate(["", "a"], ["", ""]).tolist() == [0.0, 0.0]
