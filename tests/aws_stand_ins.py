@@ -139,3 +139,16 @@ def moto_pipeline(handlers, definition, stack_name="chrf-test", api_handler=None
         boto3.client("cloudformation").create_stack(StackName=stack_name, TemplateBody=STACK_TEMPLATE % machine)
         yield {"bucket": "corpus", "machine": machine, "stack": stack_name, "s3": s3,
                "function": arns.get("chrf-components-api")}
+
+
+def through_invoke_api(client, name):
+    """A Lambda task as Step Functions runs it: invoke, and a function error raised under its errorType."""
+
+    def task(event, context):
+        response = client.invoke(FunctionName=name, Payload=json.dumps(event).encode())
+        payload = json.loads(response["Payload"].read())
+        if response.get("FunctionError"):
+            raise type(payload["errorType"], (Exception,), {})(payload["errorMessage"])
+        return payload
+
+    return task

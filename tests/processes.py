@@ -46,6 +46,17 @@ def status_of(pid):
     return int(values["Threads"][0]), int(values["VmRSS"][0]) * 1024
 
 
+def stop_group(process, grace):
+    """SIGTERM to the process's group, then SIGKILL if it has not ended within ``grace`` seconds."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(grace)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
+
 @contextlib.contextmanager
 def serving_process(log_path, *arguments, cwd=ROOT):
     """`chrf-components serve --port 0 ARGUMENTS` in a session of its own, its stderr in ``log_path``: yields

@@ -10,7 +10,7 @@ from unittest import mock
 
 import boto3
 import pytest
-from aws_stand_ins import FAKE_ENVIRONMENT, MAP_RUNS
+from aws_stand_ins import FAKE_ENVIRONMENT, MAP_RUNS, through_invoke_api
 from botocore.config import Config
 from distributed_map import run_map
 from support import ROOT
@@ -44,19 +44,6 @@ def loopback_aws(monkeypatch):
             yield
     finally:
         moto.stop()
-
-
-def through_invoke_api(client, name):
-    """A Lambda task as Step Functions runs it: invoke, and a function error raised under its errorType."""
-
-    def task(event, context):
-        response = client.invoke(FunctionName=name, Payload=json.dumps(event).encode())
-        payload = json.loads(response["Payload"].read())
-        if response.get("FunctionError"):
-            raise type(payload["errorType"], (Exception,), {})(payload["errorMessage"])
-        return payload
-
-    return task
 
 
 def test_the_pipeline_through_the_local_invoke_api_reports_what_score_reports(loopback_aws, tmp_path, capsys):

@@ -18,7 +18,6 @@ import contextlib
 import hashlib
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -27,6 +26,8 @@ import time
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
+
+from processes import stop_group
 
 ROOT = Path(__file__).resolve().parents[2]
 CACHE = ROOT / ".cache" / "sam-local"
@@ -98,13 +99,7 @@ def engine() -> Iterator[str]:
             time.sleep(0.5)
         yield host
     finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(daemon.pid, signal.SIGTERM)
-        try:
-            daemon.wait(30)
-        except subprocess.TimeoutExpired:
-            os.killpg(daemon.pid, signal.SIGKILL)
-            daemon.wait()
+        stop_group(daemon, 30)
         log.close()
         if not bridge_existed and link_exists("docker0"):
             subprocess.run(["ip", "link", "delete", "docker0"], capture_output=True)
@@ -218,11 +213,5 @@ def sam_server(command: str, template: Path, tag: str, host: str, log: Path) -> 
                 time.sleep(0.3)
             yield port
         finally:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGTERM)
-            try:
-                process.wait(20)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
+            stop_group(process, 20)
             remove_sam_containers(host)

@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 import boto3
 import harness
 import pytest
+from aws_stand_ins import through_invoke_api
 from botocore.config import Config
 from payloads import real_pairs
 from support import ROOT
@@ -227,19 +228,6 @@ def test_a_cors_preflight_is_answered_by_the_gateway_in_serve_and_in_start_api(s
     for header in ("access-control-allow-methods", "access-control-allow-headers"):
         assert sorted(my_headers[header].split(",")) == sorted(their_headers[header].split(","))
     assert my_headers["access-control-max-age"] == their_headers["access-control-max-age"]
-
-
-def through_invoke_api(client, name):
-    """A Lambda task as Step Functions runs it: invoke, and a function error raised under its errorType."""
-
-    def task(event, context):
-        response = client.invoke(FunctionName=name, Payload=json.dumps(event).encode())
-        payload = json.loads(response["Payload"].read())
-        if response.get("FunctionError"):
-            raise type(payload["errorType"], (Exception,), {})(payload["errorMessage"])
-        return payload
-
-    return task
 
 
 @pytest.mark.parametrize("through", ["sam", "serve"])

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -109,5 +108,7 @@ def batch(score_set: Callable[[list[str], list[str], int], Result], hypothesis_s
             for k, (hypotheses, references) in enumerate(zip(hypothesis_sets, reference_sets))]
     if len(sets) == 1 or threads == 1 or counting.KERNEL != "native":
         return [score_set(hypotheses, references, threads) for hypotheses, references in sets]
+    from concurrent.futures import ThreadPoolExecutor  # here: not on the service's import path
+
     with ThreadPoolExecutor(max_workers=min(threads, len(sets))) as pool:
         return list(pool.map(lambda pair: score_set(pair[0], pair[1], 1), sets))

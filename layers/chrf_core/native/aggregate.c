@@ -13,14 +13,6 @@
 #define EXACT_DOUBLES 9007199254740992.0 /* 2^53: counts from here on are flagged for exact computation */
 
 typedef struct {
-    uint32_t *seen, *where;
-    Posting *entries;
-    double *values; /* 3 x orders */
-    Flagged flagged;
-} Scratch;
-
-typedef struct {
-    const Corpus *corpus;
     const Scoring *scoring;
     int orders;
     uint64_t references;      /* R */
@@ -28,17 +20,18 @@ typedef struct {
     const uint64_t *ref_ngrams; /* per order: all the references' n-grams */
     double *scores;
     int64_t *counts;
-    Scratch *scratch;
+    Run *run;
 } Aggregate;
 
 static int score_hypotheses(void *shared, int worker, size_t from, size_t to) {
     const Aggregate *a = shared;
-    Scratch *s = &a->scratch[worker];
+    Scratch *s = &a->run->scratch[worker];
+    const Corpus *corpus = &a->run->corpus;
     const int orders = a->orders;
-    const size_t *base = a->corpus->base;
+    const size_t *base = corpus->base;
     const uint64_t r = a->references;
     for (size_t i = from; i < to; i++) {
-        size_t distinct = distinct_ngrams(a->corpus, i, a->scoring->char_order, orders, (uint32_t)i, s->seen,
+        size_t distinct = distinct_ngrams(corpus, i, a->scoring->char_order, orders, (uint32_t)i, s->seen,
                                           s->where, s->entries);
         uint64_t matches[MAX_ORDERS] = {0};
         for (size_t e = 0; e < distinct; e++) {
@@ -51,7 +44,7 @@ static int score_hypotheses(void *shared, int worker, size_t from, size_t to) {
         int64_t *counts = a->counts + i * 3 * (size_t)orders;
         int inexact = 0;
         for (int o = 0; o < orders; o++) {
-            const uint64_t hyp = r * a->corpus->totals[i * (size_t)orders + o];
+            const uint64_t hyp = r * corpus->totals[i * (size_t)orders + o];
             counts[3 * o] = (int64_t)hyp;
             counts[3 * o + 1] = (int64_t)a->ref_ngrams[o];
             counts[3 * o + 2] = (int64_t)matches[o];
@@ -62,7 +55,7 @@ static int score_hypotheses(void *shared, int worker, size_t from, size_t to) {
         }
         Double2 value = chrf_score(a->scoring, orders, s->values, s->values + orders, s->values + 2 * orders);
         a->scores[i] = value.hi;
-        if ((inexact || near_midpoint(value, a->scoring->tolerance)) && flag(&s->flagged, i) < 0) return -1;
+        if ((inexact || near_midpoint(value, a->scoring->tolerance)) && flag(&a->run->found[worker], i) < 0) return -1;
     }
     return 0;
 }
@@ -71,52 +64,28 @@ int aggregate_scores(const Texts *texts, const Scoring *scoring, int threads, do
                      Flagged *flagged, Pause pause, void *context) {
     const int orders = scoring->char_order + scoring->word_order;
     const size_t rows = texts->rows, columns = texts->columns;
-    if (threads < 1) threads = 1;
-    if (threads > MAX_THREADS) threads = MAX_THREADS;
-    Corpus corpus;
-    Scratch scratch[MAX_THREADS];
-    memset(scratch, 0, sizeof scratch);
+    Run run;
     uint64_t *summed = NULL, ref_ngrams[MAX_ORDERS] = {0};
     int status = -1;
-    if (corpus_build(&corpus, texts, scoring) < 0) return -1;
-    const size_t all = corpus.base[orders];
-    summed = calloc(all + 1, sizeof(uint64_t));
+    if (run_begin(&run, texts, scoring, threads, 0) < 0) goto done;
+    const Corpus *corpus = &run.corpus;
+    summed = calloc(corpus->base[orders] + 1, sizeof(uint64_t));
     if (summed == NULL) goto done;
-    for (int o = 0; o < orders; o++) {
+    for (int o = 0; o < orders; o++) { /* the references' counts, summed per row */
         const int kind = o >= scoring->char_order, n = kind ? o - scoring->char_order + 1 : o + 1;
-        const size_t total = corpus.unit_start[kind][corpus.texts];
-        const uint32_t *ids = corpus.classes[kind] + (size_t)(n - 1) * total;
+        const size_t total = corpus->unit_start[kind][corpus->texts];
+        const uint32_t *ids = corpus->classes[kind] + (size_t)(n - 1) * total;
         for (size_t j = rows; j < rows + columns; j++) {
-            const size_t from = corpus.unit_start[kind][j], to = corpus.unit_start[kind][j + 1];
-            for (size_t i = from; i + (size_t)(n - 1) < to; i++) summed[corpus.base[o] + ids[i]]++;
-            ref_ngrams[o] += corpus.totals[j * orders + o];
+            const size_t from = corpus->unit_start[kind][j], to = corpus->unit_start[kind][j + 1];
+            for (size_t i = from; i + (size_t)(n - 1) < to; i++) summed[corpus->base[o] + ids[i]]++;
+            ref_ngrams[o] += corpus->totals[j * orders + o];
         }
     }
-    for (int w = 0; w < threads; w++) {
-        Scratch *s = &scratch[w];
-        s->seen = malloc((all + 1) * sizeof(uint32_t));
-        s->where = malloc((all + 1) * sizeof(uint32_t));
-        s->entries = malloc((corpus.longest + 1) * sizeof(Posting));
-        s->values = malloc(3 * (size_t)orders * sizeof(double));
-        if (!s->seen || !s->where || !s->entries || !s->values) goto done;
-        memset(s->seen, 0xFF, (all + 1) * sizeof(uint32_t));
-    }
-    Aggregate shared = {&corpus, scoring, orders, columns, summed, ref_ngrams, scores, counts, scratch};
-    size_t chunk = NGRAMS_PER_PAUSE / (corpus.longest + 1) + 1, balanced = rows / (4 * (size_t)threads) + 1;
-    status = parallel_rows(rows, chunk < balanced ? chunk : balanced, threads, score_hypotheses, &shared, pause,
+    Aggregate shared = {scoring, orders, columns, summed, ref_ngrams, scores, counts, &run};
+    size_t chunk = NGRAMS_PER_PAUSE / (corpus->longest + 1) + 1, balanced = rows / (4 * (size_t)run.threads) + 1;
+    status = parallel_rows(rows, chunk < balanced ? chunk : balanced, run.threads, score_hypotheses, &shared, pause,
                            context);
-    for (int w = 0; status == 0 && w < threads; w++)
-        for (size_t k = 0; k < scratch[w].flagged.count; k++)
-            if (flag(flagged, scratch[w].flagged.indices[k]) < 0) status = -1;
 done:
-    for (int w = 0; w < threads; w++) {
-        free(scratch[w].seen);
-        free(scratch[w].where);
-        free(scratch[w].entries);
-        free(scratch[w].values);
-        free(scratch[w].flagged.indices);
-    }
     free(summed);
-    corpus_free(&corpus);
-    return status;
+    return run_end(&run, flagged, status);
 }

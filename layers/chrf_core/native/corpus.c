@@ -186,3 +186,37 @@ int parallel_rows(size_t rows, size_t chunk, int threads, RowsTask task, void *s
     pthread_mutex_destroy(&pool.lock);
     return pool.stop;
 }
+
+int run_begin(Run *run, const Texts *texts, const Scoring *scoring, int threads, size_t matches) {
+    memset(run, 0, sizeof *run);
+    run->threads = threads < 1 ? 1 : threads > MAX_THREADS ? MAX_THREADS : threads;
+    if (corpus_build(&run->corpus, texts, scoring) < 0) return -1;
+    const int orders = scoring->char_order + scoring->word_order;
+    const size_t all = run->corpus.base[orders];
+    for (int w = 0; w < run->threads; w++) {
+        Scratch *s = &run->scratch[w];
+        s->matches = matches ? malloc(matches * sizeof(uint32_t)) : NULL;
+        s->seen = malloc((all + 1) * sizeof(uint32_t));
+        s->where = malloc((all + 1) * sizeof(uint32_t));
+        s->entries = malloc((run->corpus.longest + 1) * sizeof(Posting));
+        s->values = malloc(3 * (size_t)orders * sizeof(double));
+        if ((matches && !s->matches) || !s->seen || !s->where || !s->entries || !s->values) return -1;
+        memset(s->seen, 0xFF, (all + 1) * sizeof(uint32_t));
+    }
+    return 0;
+}
+
+int run_end(Run *run, Flagged *flagged, int status) {
+    for (int w = 0; w < run->threads; w++) {
+        for (size_t k = 0; status == 0 && k < run->found[w].count; k++)
+            if (flag(flagged, run->found[w].indices[k]) < 0) status = -1;
+        free(run->found[w].indices);
+        free(run->scratch[w].matches);
+        free(run->scratch[w].seen);
+        free(run->scratch[w].where);
+        free(run->scratch[w].entries);
+        free(run->scratch[w].values);
+    }
+    corpus_free(&run->corpus);
+    return status;
+}

@@ -80,6 +80,29 @@ typedef struct {
 size_t distinct_ngrams(const Corpus *corpus, size_t t, int char_order, int orders, uint32_t mark, uint32_t *seen,
                        uint32_t *where, Posting *entries);
 
+/* One thread's scratch: per row of the corpus (seen, where), per n-gram of a text (entries), one pair's
+   3 x orders counts as doubles (values), and for pairwise one hypothesis' matches against every reference. */
+typedef struct {
+    uint32_t *matches, *seen, *where;
+    Posting *entries;
+    double *values;
+} Scratch;
+
+/* What an MBR call holds: the corpus, and each thread's scratch and flagged indices. */
+typedef struct {
+    Corpus corpus;
+    int threads;
+    Scratch scratch[MAX_THREADS];
+    Flagged found[MAX_THREADS];
+} Run;
+
+/* Count the texts' n-grams and reserve scratch for `threads` threads (clamped to 1..MAX_THREADS; matches: how many
+   per thread, 0 for none), seen cleared. 0, or -1 when out of memory; run_end in any case. */
+int run_begin(Run *run, const Texts *texts, const Scoring *scoring, int threads, size_t matches);
+/* The threads' flagged indices appended to `flagged` while status is 0 (out of memory makes it -1), everything
+   freed; the status. */
+int run_end(Run *run, Flagged *flagged, int status);
+
 /* Rows [from, to) of a task, on worker `worker` (0 .. threads - 1): 0, or -1 when out of memory. */
 typedef int (*RowsTask)(void *shared, int worker, size_t from, size_t to);
 

@@ -223,6 +223,8 @@ typedef struct {
     Py_ssize_t counts[2];
     Scoring scoring;
     int threads;
+    double *scores;
+    int64_t *counts_out;
 } MbrCall;
 
 static int mbr_settings(MbrCall *call, int char_order, int word_order, int keep_whitespace, int beta, int per_order_f,
@@ -265,6 +267,36 @@ static PyObject *flagged_list(const Flagged *flagged) {
     return result;
 }
 
+/* Load the texts, run `score` without the GIL (Ctrl-C looked for between chunks of rows), and return the indices it
+   flagged; NULL with an exception set. */
+static PyObject *scored(MbrCall *call, int (*score)(const Texts *, const MbrCall *, Flagged *, PyThreadState **)) {
+    PyObject *result = NULL;
+    uint32_t *points = NULL;
+    size_t *start = NULL;
+    Flagged flagged = {NULL, 0, 0};
+    if (load_texts(call->sides, call->counts, &points, &start) == 0) {
+        Texts texts = {points, start, (size_t)call->counts[0], (size_t)call->counts[1]};
+        PyThreadState *state = PyEval_SaveThread();
+        int status = score(&texts, call, &flagged, &state);
+        PyEval_RestoreThread(state);
+        if (status == 0) result = flagged_list(&flagged);
+        else if (status < 0) PyErr_NoMemory(); /* else the signal handler's exception is set */
+    }
+    free(flagged.indices);
+    free(points);
+    free(start);
+    return result;
+}
+
+static int run_pairwise(const Texts *texts, const MbrCall *call, Flagged *flagged, PyThreadState **state) {
+    return pairwise_scores(texts, &call->scoring, call->threads, call->scores, flagged, pause_for_signals, state);
+}
+
+static int run_aggregate(const Texts *texts, const MbrCall *call, Flagged *flagged, PyThreadState **state) {
+    return aggregate_scores(texts, &call->scoring, call->threads, call->scores, call->counts_out, flagged,
+                            pause_for_signals, state);
+}
+
 PyDoc_STRVAR(pairwise_doc,
              "pairwise(hypotheses, references, char_order, word_order, include_whitespace, beta, per_order_f,\n"
              "         tolerance_bits, threads, out)\n--\n\n"
@@ -290,26 +322,8 @@ static PyObject *pairwise(PyObject *module, PyObject *args) {
     }
     Py_buffer view;
     if (output(out, &view, rows * columns * sizeof(double), "out") < 0) return NULL;
-    PyObject *result = NULL;
-    uint32_t *points = NULL;
-    size_t *start = NULL;
-    Flagged flagged = {NULL, 0, 0};
-    if (load_texts(call.sides, call.counts, &points, &start) < 0) goto done;
-    Texts texts = {points, start, rows, columns};
-    PyThreadState *state = PyEval_SaveThread();
-    int status = pairwise_scores(&texts, &call.scoring, call.threads, (double *)view.buf, &flagged,
-                                 pause_for_signals, &state);
-    PyEval_RestoreThread(state);
-    if (status == 1) goto done; /* the signal handler's exception is set */
-    if (status < 0) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    result = flagged_list(&flagged);
-done:
-    free(flagged.indices);
-    free(points);
-    free(start);
+    call.scores = (double *)view.buf;
+    PyObject *result = scored(&call, run_pairwise);
     PyBuffer_Release(&view);
     return result;
 }
@@ -342,26 +356,9 @@ static PyObject *aggregate(PyObject *module, PyObject *args) {
         PyBuffer_Release(&scores);
         return NULL;
     }
-    PyObject *result = NULL;
-    uint32_t *points = NULL;
-    size_t *start = NULL;
-    Flagged flagged = {NULL, 0, 0};
-    if (load_texts(call.sides, call.counts, &points, &start) < 0) goto done;
-    Texts texts = {points, start, rows, (size_t)call.counts[1]};
-    PyThreadState *state = PyEval_SaveThread();
-    int status = aggregate_scores(&texts, &call.scoring, call.threads, (double *)scores.buf, (int64_t *)counts.buf,
-                                  &flagged, pause_for_signals, &state);
-    PyEval_RestoreThread(state);
-    if (status == 1) goto done;
-    if (status < 0) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    result = flagged_list(&flagged);
-done:
-    free(flagged.indices);
-    free(points);
-    free(start);
+    call.scores = (double *)scores.buf;
+    call.counts_out = (int64_t *)counts.buf;
+    PyObject *result = scored(&call, run_aggregate);
     PyBuffer_Release(&scores);
     PyBuffer_Release(&counts);
     return result;

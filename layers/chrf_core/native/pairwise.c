@@ -14,30 +14,23 @@
 #define PAIRS_PER_PAUSE (1u << 18) /* pairs scored between two pauses (for a pending signal) */
 
 typedef struct {
-    uint32_t *matches, *seen, *where;
-    Posting *entries;
-    double *values; /* 3 x orders: one pair's hypothesis totals, reference totals, matches */
-    Flagged flagged;
-} Scratch;
-
-typedef struct {
-    const Corpus *corpus;
     const Scoring *scoring;
     size_t rows, columns;
     int orders;
     const uint32_t *first;
     const Posting *postings;
     double *scores;
-    Scratch *scratch; /* one per thread */
+    Run *run;
 } Pairwise;
 
 static int score_rows(void *shared, int worker, size_t from, size_t to) {
     const Pairwise *p = shared;
-    Scratch *s = &p->scratch[worker];
+    Scratch *s = &p->run->scratch[worker];
+    const Corpus *corpus = &p->run->corpus;
     const int orders = p->orders, char_order = p->scoring->char_order;
-    const size_t *base = p->corpus->base;
+    const size_t *base = corpus->base;
     for (size_t i = from; i < to; i++) {
-        size_t distinct = distinct_ngrams(p->corpus, i, char_order, orders, (uint32_t)i, s->seen, s->where, s->entries);
+        size_t distinct = distinct_ngrams(corpus, i, char_order, orders, (uint32_t)i, s->seen, s->where, s->entries);
         memset(s->matches, 0, p->columns * (size_t)orders * sizeof(uint32_t));
         for (size_t e = 0; e < distinct; e++) {
             const size_t row = s->entries[e].reference;
@@ -49,17 +42,17 @@ static int score_rows(void *shared, int worker, size_t from, size_t to) {
                 s->matches[(size_t)posting.reference * orders + o] += mine < posting.count ? mine : posting.count;
             }
         }
-        const uint32_t *hyp = p->corpus->totals + i * (size_t)orders;
+        const uint32_t *hyp = corpus->totals + i * (size_t)orders;
         for (int o = 0; o < orders; o++) s->values[o] = hyp[o];
         for (size_t j = 0; j < p->columns; j++) {
-            const uint32_t *ref = p->corpus->totals + (p->rows + j) * (size_t)orders, *m = s->matches + j * orders;
+            const uint32_t *ref = corpus->totals + (p->rows + j) * (size_t)orders, *m = s->matches + j * orders;
             for (int o = 0; o < orders; o++) {
                 s->values[orders + o] = ref[o];
                 s->values[2 * orders + o] = m[o];
             }
             Double2 value = chrf_score(p->scoring, orders, s->values, s->values + orders, s->values + 2 * orders);
             p->scores[i * p->columns + j] = value.hi;
-            if (near_midpoint(value, p->scoring->tolerance) && flag(&s->flagged, i * p->columns + j) < 0) return -1;
+            if (near_midpoint(value, p->scoring->tolerance) && flag(&p->run->found[worker], i * p->columns + j) < 0) return -1;
         }
     }
     return 0;
@@ -95,50 +88,26 @@ int pairwise_scores(const Texts *texts, const Scoring *scoring, int threads, dou
                     Pause pause, void *context) {
     const int orders = scoring->char_order + scoring->word_order;
     const size_t rows = texts->rows, columns = texts->columns;
-    if (threads < 1) threads = 1;
-    if (threads > MAX_THREADS) threads = MAX_THREADS;
-    Corpus corpus;
-    Scratch scratch[MAX_THREADS];
-    memset(scratch, 0, sizeof scratch);
+    Run run;
     uint32_t *first = NULL;
     Posting *postings = NULL;
     int status = -1;
-    if (corpus_build(&corpus, texts, scoring) < 0) return -1;
-    const size_t all = corpus.base[orders];
+    if (run_begin(&run, texts, scoring, threads, columns * (size_t)orders + 1) < 0) goto done;
+    const size_t all = run.corpus.base[orders];
     size_t reference_ngrams = 0;
     for (size_t j = 0; j < columns; j++)
-        for (int o = 0; o < orders; o++) reference_ngrams += corpus.totals[(rows + j) * orders + o];
+        for (int o = 0; o < orders; o++) reference_ngrams += run.corpus.totals[(rows + j) * orders + o];
     first = calloc(all + 2, sizeof(uint32_t));
     postings = malloc((reference_ngrams + 1) * sizeof(Posting));
     if (!first || !postings) goto done;
-    for (int w = 0; w < threads; w++) {
-        Scratch *s = &scratch[w];
-        s->matches = malloc((columns * (size_t)orders + 1) * sizeof(uint32_t));
-        s->seen = malloc((all + 1) * sizeof(uint32_t));
-        s->where = malloc((all + 1) * sizeof(uint32_t));
-        s->entries = malloc((corpus.longest + 1) * sizeof(Posting));
-        s->values = malloc(3 * (size_t)orders * sizeof(double));
-        if (!s->matches || !s->seen || !s->where || !s->entries || !s->values) goto done;
-    }
-    build_postings(&corpus, rows, columns, scoring->char_order, orders, &scratch[0], first, postings);
-    for (int w = 0; w < threads; w++) memset(scratch[w].seen, 0xFF, (all + 1) * sizeof(uint32_t));
-    Pairwise shared = {&corpus, scoring, rows, columns, orders, first, postings, scores, scratch};
-    size_t chunk = PAIRS_PER_PAUSE / (columns + 1) + 1, balanced = rows / (4 * (size_t)threads) + 1;
-    status = parallel_rows(rows, chunk < balanced ? chunk : balanced, threads, score_rows, &shared, pause, context);
-    for (int w = 0; status == 0 && w < threads; w++)
-        for (size_t k = 0; k < scratch[w].flagged.count; k++)
-            if (flag(flagged, scratch[w].flagged.indices[k]) < 0) status = -1;
+    build_postings(&run.corpus, rows, columns, scoring->char_order, orders, &run.scratch[0], first, postings);
+    memset(run.scratch[0].seen, 0xFF, (all + 1) * sizeof(uint32_t));
+    Pairwise shared = {scoring, rows, columns, orders, first, postings, scores, &run};
+    size_t chunk = PAIRS_PER_PAUSE / (columns + 1) + 1, balanced = rows / (4 * (size_t)run.threads) + 1;
+    status = parallel_rows(rows, chunk < balanced ? chunk : balanced, run.threads, score_rows, &shared, pause,
+                           context);
 done:
-    for (int w = 0; w < threads; w++) {
-        free(scratch[w].matches);
-        free(scratch[w].seen);
-        free(scratch[w].where);
-        free(scratch[w].entries);
-        free(scratch[w].values);
-        free(scratch[w].flagged.indices);
-    }
     free(first);
     free(postings);
-    corpus_free(&corpus);
-    return status;
+    return run_end(&run, flagged, status);
 }
