@@ -305,6 +305,22 @@ def mbr_table(rounds: int) -> None:
                   f"{best['fastchrf'] / best['ours']:>9.1f}x{pairs / best['ours'] / cores:>14.3g}"
                   f"{best['plus'] * 1000:>9.2f}ms")
     print("  (agreement with fastChrF: every score within 1e-9; fastChrF cannot count words, so chrF++ is ours alone)")
+    threads_table(rounds, cores)
+
+
+def threads_table(rounds: int, cores: int) -> None:
+    """The MBR calls on 1, 2 and every core, timed in the same rounds."""
+    print("\n   scaling with threads (chrF, best of the same rounds):\n")
+    counts = sorted({1, 2, cores})
+    print(f"{'call':<28}" + "".join(f"{f'{k} thread' + ('s' if k > 1 else ''):>13}" for k in counts))
+    big, sets = mbr_candidates(1024), [mbr_candidates(32, source) for source in range(64)]
+    metric = chrf_core.CHRF()
+    for name, call in (("pairwise 1024 x 1024", lambda k: metric.pairwise(big, big, threads=k)),
+                       ("aggregate 1024", lambda k: metric.aggregate(big, big, threads=k)),
+                       ("pairwise_batch 64 sets of 32", lambda k: metric.pairwise_batch(sets, sets, threads=k)),
+                       ("aggregate_batch 64 sets of 32", lambda k: metric.aggregate_batch(sets, sets, threads=k))):
+        best = best_of({str(k): lambda k=k, call=call: call(k) for k in counts}, max(1, rounds // 2), 1)
+        print(f"{name:<28}" + "".join(f"{best[str(k)] * 1000:>11.1f}ms" for k in counts))
 
 
 def import_times() -> None:
