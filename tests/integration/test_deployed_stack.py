@@ -9,8 +9,9 @@ import chrf_core
 import pytest
 from support import CONTRACT, ROOT
 
-from chrf_components_cli import remote, sigv4
+from chrf_components_cli import remote
 from chrf_components_cli.main import main
+from chrf_components_local import sigv4
 
 DATA = ROOT / "tests" / "data" / "popovic"
 
