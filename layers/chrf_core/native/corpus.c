@@ -190,6 +190,7 @@ int parallel_rows(size_t rows, size_t chunk, int threads, RowsTask task, void *s
 int run_begin(Run *run, const Texts *texts, const Scoring *scoring, int threads, size_t matches) {
     memset(run, 0, sizeof *run);
     run->threads = threads < 1 ? 1 : threads > MAX_THREADS ? MAX_THREADS : threads;
+    if ((size_t)run->threads > texts->rows) run->threads = texts->rows ? (int)texts->rows : 1; /* no idle scratch */
     if (corpus_build(&run->corpus, texts, scoring) < 0) return -1;
     const int orders = scoring->char_order + scoring->word_order;
     const size_t all = run->corpus.base[orders];

@@ -96,8 +96,8 @@ typedef struct {
     Flagged found[MAX_THREADS];
 } Run;
 
-/* Count the texts' n-grams and reserve scratch for `threads` threads (clamped to 1..MAX_THREADS; matches: how many
-   per thread, 0 for none), seen cleared. 0, or -1 when out of memory; run_end in any case. */
+/* Count the texts' n-grams and reserve scratch for `threads` threads (clamped to 1..MAX_THREADS and to the rows;
+   matches: how many per thread, 0 for none), seen cleared. 0, or -1 when out of memory; run_end in any case. */
 int run_begin(Run *run, const Texts *texts, const Scoring *scoring, int threads, size_t matches);
 /* The threads' flagged indices appended to `flagged` while status is 0 (out of memory makes it -1), everything
    freed; the status. */
