@@ -6,7 +6,9 @@ invocation at a time. Like Lambda's runtime, it receives the payload as JSON byt
 (``Runtime.UnmarshalError`` if it cannot) and serialises the result itself (``Runtime.MarshalError``), so nothing a
 caller sends is ever pickled by the server. An invocation that runs past the function's Timeout is answered at the
 Timeout and its worker is killed (the next invocation starts a fresh one, a cold start); a worker found dead, idle
-or busy, is replaced. A worker ignores Ctrl-C (the server stops it) and exits on its own if the server dies. The log
+or busy, is replaced. A worker says when an invocation begins, so one handed to a worker that was already dying
+(killed a moment before, its pipe still open while its last thread exits) runs in a fresh one: it never ran there.
+A worker ignores Ctrl-C (the server stops it) and exits on its own if the server dies. The log
 lines an invocation writes go to stderr, as `sam local` shows them, and are kept for `LogType: Tail` (they are the
 function's own structured logs: never texts).
 
@@ -38,6 +40,7 @@ RESPONSE_LIMIT = 6 * 1024 * 1024 + 100  # bytes of response Lambda returns (6291
 EVENT_QUEUE_BYTES = 64 * 1024 * 1024  # payload bytes waiting per function before Event invocations are throttled
 EVENT_QUEUE_EVENTS = 1024  # Event invocations waiting per function, likewise
 KILL_WAIT = 2.0  # seconds to wait for a killed worker to be reaped
+BEGAN = "began"  # what a worker sends when it has received an invocation, before running it
 
 
 @dataclass
@@ -111,6 +114,7 @@ def _environment(template: str, logical_id: str, parent: int, connection: Any) -
             body, request_id = connection.recv()
         except (EOFError, OSError):
             return
+        connection.send(BEGAN)
         tee.kept = []
         started = time.monotonic()
         print(f"START RequestId: {request_id} Version: $LATEST")
@@ -229,18 +233,29 @@ class Runtime:
     def invoke(self, body: bytes, synchronous: bool = True) -> Invocation:
         """Run one invocation with this JSON payload in an idle environment (waiting for one if all are busy)."""
         request_id = str(uuid.uuid4())
-        try:
-            worker = self._checkout(synchronous)
-        except RuntimeClosed:
-            return self._failed(request_id, "Runtime.ExitError",
-                                f"RequestId: {request_id} Error: Runtime exited without providing a reason")
-        except Exception:
-            return self._failed(request_id, "Runtime.ImportModuleError", f"{self.logical_id} could not be loaded")
-        finished, healthy = False, False
+        for _ in range(self.workers + 1):  # every environment may have died while idle: each is replaced
+            try:
+                worker = self._checkout(synchronous)
+            except RuntimeClosed:
+                break
+            except Exception:
+                return self._failed(request_id, "Runtime.ImportModuleError", f"{self.logical_id} could not be loaded")
+            invocation = self._attempt(worker, body, request_id)
+            if invocation is not None:
+                return invocation
+        return self._exited(request_id)
+
+    def _attempt(self, worker: _Worker, body: bytes, request_id: str) -> Invocation | None:
+        """The invocation run in this environment, or None if the environment died before it began (it never ran,
+        so it can run in another)."""
+        began, healthy = False, False
+        deadline = time.monotonic() + self.config.timeout
         try:
             worker.connection.send((body, request_id))
-            finished = worker.connection.poll(self.config.timeout)
-            if finished:
+            if not worker.connection.poll(self.config.timeout):
+                return self._timed_out(request_id)
+            began = worker.connection.recv() == BEGAN
+            if began and worker.connection.poll(max(0.0, deadline - time.monotonic())):
                 payload, failed, log = worker.connection.recv()
                 healthy = True
                 if len(payload.encode("utf-8")) > RESPONSE_LIMIT:
@@ -249,17 +264,16 @@ class Runtime:
                                         f"({RESPONSE_LIMIT} bytes).",
                         "errorType": "Function.ResponseSizeTooLarge"}), True
                 return Invocation(payload, failed, log, request_id)
+            if began:
+                return self._timed_out(request_id)
         except (EOFError, OSError):
-            finished = True  # the environment died during the invocation
+            if not began:
+                return None
         except Exception:
-            finished = True  # anything else while handing over: the environment is not trusted again
+            pass  # anything else while handing over: the environment is not trusted again
         finally:
             self._release(worker, healthy)
-        if finished:
-            return self._failed(request_id, "Runtime.ExitError",
-                                f"RequestId: {request_id} Error: Runtime exited without providing a reason")
-        return self._failed(request_id, "Sandbox.Timedout",
-                            f"RequestId: {request_id} Error: Task timed out after {self.config.timeout:.2f} seconds")
+        return self._exited(request_id)
 
     def enqueue(self, body: bytes) -> bool:
         """Queue an Event invocation; False (throttled) when the queue is full."""
@@ -292,6 +306,14 @@ class Runtime:
     def _failed(request_id: str, error_type: str, message: str) -> Invocation:
         log = f"START RequestId: {request_id} Version: $LATEST\n{message}\nEND RequestId: {request_id}\n"
         return Invocation(json.dumps({"errorType": error_type, "errorMessage": message}), True, log, request_id)
+
+    def _exited(self, request_id: str) -> Invocation:
+        return self._failed(request_id, "Runtime.ExitError",
+                            f"RequestId: {request_id} Error: Runtime exited without providing a reason")
+
+    def _timed_out(self, request_id: str) -> Invocation:
+        return self._failed(request_id, "Sandbox.Timedout",
+                            f"RequestId: {request_id} Error: Task timed out after {self.config.timeout:.2f} seconds")
 
     def close(self) -> None:
         """Stop at once: no new invocation starts, and every environment, idle or busy, is killed (a busy one's

@@ -2,6 +2,7 @@
 they are, environments that die while idle, floods of Event invocations, oversized payloads and responses, slow
 functions and signals; and, case by case, the answer AWS gives (docs/deploy-and-pipelines.md has the table)."""
 
+import base64
 import http.client
 import json
 import os
@@ -17,6 +18,7 @@ from botocore.exceptions import ClientError
 from processes import alive, children_of, serving_process, status_of
 from support import CONTRACT, ROOT
 
+import chrf_components_local.runtime as runtime_module
 from chrf_components_local.server import make_server
 
 EXAMPLE = CONTRACT["examples"][0]
@@ -97,6 +99,36 @@ def test_environments_that_died_while_idle_are_replaced_before_they_are_used(fou
     for call in calls:
         call.join(60)
     assert results == [200] * 4
+
+
+def test_an_environment_that_dies_after_it_was_last_found_alive_is_replaced_and_the_invocation_runs_once(
+        four_workers, monkeypatch):
+    """A worker killed a moment before its turn can still look alive (its pipe open while its last thread exits):
+    the invocation handed to it never began there, so it runs in a fresh environment, once."""
+    port = four_workers.server_address[1]
+    runtime = four_workers.functions.get(FUNCTION)
+    with runtime.available:
+        idle = [worker.process.pid for worker in runtime.idle]
+    assert len(idle) == 4
+    monkeypatch.setattr(runtime_module._Worker, "alive", lambda worker: True)  # as found just before the kill
+    for pid in idle:
+        os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while any(alive(pid) for pid in idle) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    answers = []
+    calls = [threading.Thread(target=lambda: answers.append(post(
+        port, invocations(FUNCTION), json.dumps(EXAMPLE["input"]), {"X-Amz-Log-Type": "Tail"}, timeout=60)))
+        for _ in range(4)]
+    for call in calls:
+        call.start()
+    for call in calls:
+        call.join(60)
+    assert len(answers) == 4
+    for status, headers, body in answers:
+        assert (status, "x-amz-function-error" in headers, json.loads(body)) == (200, False, EXAMPLE["output"])
+        log = base64.b64decode(headers["x-amz-log-result"]).decode()
+        assert log.count("START RequestId:") == 1 and log.count("END RequestId:") == 1
 
 
 def test_200_event_invocations_of_200_kb_stay_within_64_threads_and_150_mb(tmp_path):

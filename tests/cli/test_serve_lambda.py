@@ -188,6 +188,8 @@ import os, time
 
 def handler(event, context):
     if event.get("exit"):
+        with open(event["exit"], "a") as ran:
+            ran.write("ran\\n")
         os._exit(3)
     time.sleep(event.get("sleep", 0))
     return {"greeting": os.environ.get("GREETING"), "who": os.environ.get("WHO"),
@@ -226,7 +228,10 @@ def test_an_invocation_past_the_timeout_is_killed_and_answered_as_lambda_answers
     assert invoke(slow_function, "ChrfComponentsFunction", {})[1]["who"] == "from-the-function"
 
 
-def test_an_environment_that_dies_is_answered_as_lambda_answers_it_and_replaced(slow_function):
-    response, payload = invoke(slow_function, "ChrfComponentsFunction", {"exit": True})
+def test_an_environment_that_dies_is_answered_as_lambda_answers_it_replaced_and_not_run_again(slow_function,
+                                                                                             tmp_path):
+    ran = tmp_path / "ran"
+    response, payload = invoke(slow_function, "ChrfComponentsFunction", {"exit": str(ran)})
     assert response["FunctionError"] == "Unhandled" and payload["errorType"] == "Runtime.ExitError"
+    assert ran.read_text() == "ran\n"  # it began, so it is not retried in a fresh environment
     assert invoke(slow_function, "ChrfComponentsFunction", {})[1]["who"] == "from-the-function"
