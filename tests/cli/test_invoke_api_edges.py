@@ -80,9 +80,9 @@ def test_deeply_nested_payloads_are_answered_and_every_environment_keeps_serving
     answers_valid_calls_within_10_seconds(port)
 
 
-def test_environments_that_died_while_idle_are_replaced_before_they_are_used(four_workers):
-    port = four_workers.server_address[1]
-    runtime = four_workers.functions.get(FUNCTION)
+def kill_every_idle_environment(server):
+    """SIGKILL the four idle workers of the API function and wait until they are gone."""
+    runtime = server.functions.get(FUNCTION)
     with runtime.available:
         idle = [worker.process.pid for worker in runtime.idle]
     assert len(idle) == 4
@@ -91,6 +91,11 @@ def test_environments_that_died_while_idle_are_replaced_before_they_are_used(fou
     deadline = time.monotonic() + 10
     while any(alive(pid) for pid in idle) and time.monotonic() < deadline:
         time.sleep(0.05)
+
+
+def test_environments_that_died_while_idle_are_replaced_before_they_are_used(four_workers):
+    port = four_workers.server_address[1]
+    kill_every_idle_environment(four_workers)
     results = []
     calls = [threading.Thread(target=lambda: results.append(post(port, EXECUTE, json.dumps(EXAMPLE["input"]),
                                                                  timeout=60)[0])) for _ in range(4)]
@@ -106,16 +111,8 @@ def test_an_environment_that_dies_after_it_was_last_found_alive_is_replaced_and_
     """A worker killed a moment before its turn can still look alive (its pipe open while its last thread exits):
     the invocation handed to it never began there, so it runs in a fresh environment, once."""
     port = four_workers.server_address[1]
-    runtime = four_workers.functions.get(FUNCTION)
-    with runtime.available:
-        idle = [worker.process.pid for worker in runtime.idle]
-    assert len(idle) == 4
     monkeypatch.setattr(runtime_module._Worker, "alive", lambda worker: True)  # as found just before the kill
-    for pid in idle:
-        os.kill(pid, signal.SIGKILL)
-    deadline = time.monotonic() + 10
-    while any(alive(pid) for pid in idle) and time.monotonic() < deadline:
-        time.sleep(0.05)
+    kill_every_idle_environment(four_workers)
     answers = []
     calls = [threading.Thread(target=lambda: answers.append(post(
         port, invocations(FUNCTION), json.dumps(EXAMPLE["input"]), {"X-Amz-Log-Type": "Tail"}, timeout=60)))
