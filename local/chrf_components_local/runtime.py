@@ -252,20 +252,21 @@ class Runtime:
         deadline = time.monotonic() + self.config.timeout
         try:
             worker.connection.send((body, request_id))
-            if not worker.connection.poll(self.config.timeout):
+            if not worker.connection.poll(max(0.0, deadline - time.monotonic())):
                 return self._timed_out(request_id)
             began = worker.connection.recv() == BEGAN
-            if began and worker.connection.poll(max(0.0, deadline - time.monotonic())):
-                payload, failed, log = worker.connection.recv()
-                healthy = True
-                if len(payload.encode("utf-8")) > RESPONSE_LIMIT:
-                    payload, failed = json.dumps({
-                        "errorMessage": f"Response payload size exceeded maximum allowed payload size "
-                                        f"({RESPONSE_LIMIT} bytes).",
-                        "errorType": "Function.ResponseSizeTooLarge"}), True
-                return Invocation(payload, failed, log, request_id)
-            if began:
+            if not began:
+                return self._exited(request_id)  # not what a worker says: not trusted again
+            if not worker.connection.poll(max(0.0, deadline - time.monotonic())):
                 return self._timed_out(request_id)
+            payload, failed, log = worker.connection.recv()
+            healthy = True
+            if len(payload.encode("utf-8")) > RESPONSE_LIMIT:
+                payload, failed = json.dumps({
+                    "errorMessage": f"Response payload size exceeded maximum allowed payload size "
+                                    f"({RESPONSE_LIMIT} bytes).",
+                    "errorType": "Function.ResponseSizeTooLarge"}), True
+            return Invocation(payload, failed, log, request_id)
         except (EOFError, OSError):
             if not began:
                 return None
