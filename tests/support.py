@@ -1,8 +1,10 @@
 """Shared test material: the contract (the repo's copy of it) and text strategies over real Unicode."""
 
 import json
+import os
 import pathlib
 
+import pytest
 from hypothesis import strategies as st
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -59,3 +61,14 @@ def requests_strategy(draw, max_segments=6):
     if "char_order" in request and "word_order" not in request and request["char_order"] == 0:
         request["word_order"] = settings["word_order"]
     return request
+
+
+def native_kernel_or_skip():
+    """Skip a test of the native kernel where it does not run: the run that switches it off (CHRF_CORE_NATIVE=0,
+    where the test does not belong), or a machine where it did not build (a skip CI turns into a failure)."""
+    import chrf_core
+
+    if os.environ.get("CHRF_CORE_NATIVE") == "0":
+        pytest.skip("not in this run: the native kernel is switched off (CHRF_CORE_NATIVE=0)")
+    if "native" not in chrf_core.counting.KERNELS:
+        pytest.skip(f"the native kernel is not built: {chrf_core.counting.KERNEL_ERROR}")

@@ -1,7 +1,9 @@
 """The real SAM CLI's local commands, for `make sam-local` (which sets CHRF_SAM_LOCAL=1; other runs leave this
-folder out). A missing or unstartable container engine or image tool is one line and a skip, or with
-CHRF_REQUIRE_TOOLS=1 (CI) a failure. Everything started here is stopped by its PID, every container SAM started is
-removed, even when a test fails."""
+folder out). A missing tool (the docker client, a running engine or dockerd to start, mmdebstrap, the built
+template) is found before anything starts and said in one line: every test skipped with it as the reason (shown in
+the run's summary), or with CHRF_REQUIRE_TOOLS=1 (CI) the run stops and fails with it. An engine that cannot
+start fails or skips the tests likewise. Everything started here is stopped by its PID, every container SAM
+started is removed, even when a test fails."""
 
 import os
 import threading
@@ -15,6 +17,19 @@ else:
     import harness
 
 REQUIRED = os.environ.get("CHRF_REQUIRE_TOOLS") == "1"
+
+
+def pytest_collection_modifyitems(config, items):
+    here = [item for item in items if "sam_local" in item.nodeid]
+    if not here or os.environ.get("CHRF_SAM_LOCAL") != "1":
+        return
+    missing = harness.missing_tools()
+    if missing is None:
+        return
+    if REQUIRED:
+        pytest.exit(f"SAM CLI tests: {missing} (CHRF_REQUIRE_TOOLS=1: a missing tool fails the run)", returncode=1)
+    for item in here:
+        item.add_marker(pytest.mark.skip(reason=f"SAM CLI tests: {missing}"))
 
 
 @pytest.fixture(scope="session")

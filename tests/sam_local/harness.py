@@ -3,8 +3,12 @@ offline, an x86_64 copy of the built template, and SAM's local servers, each sto
 SAM started removed, whatever the tests did.
 
 * The engine: the one DOCKER_HOST (or the default socket) names when it answers; else, as root, Debian's dockerd
-  started here with its own folders, `--iptables=false --ip-masq=false --ip-forward=false` (no firewall rule, no
-  forwarding setting changes), stopped by its PID; the docker0 bridge it creates is deleted afterwards.
+  (found in /usr/sbin and /sbin too, where a user's PATH may not look) started here with its own folders,
+  `--iptables=false --ip-masq=false --ip-forward=false` (no firewall rule, no forwarding setting changes), stopped
+  by its PID. Its containers sit on a bridge of this run's own (a name and a /24 no other interface or route uses,
+  chosen under a lock), never on a docker0 that another engine may be using; the bridge is deleted afterwards, and
+  so are the folders under /run that dockerd and containerd create, when this run created them and no other
+  engine is running. SAM's own temporary files go to a folder of this run's, removed at the end.
 * The image (tests/sam_local/image/): a Debian trixie root filesystem from Debian's archive (mmdebstrap), awslambdaric
   and boto3 (which AWS's runtime ships) from PyPI, the runtime interface emulator shipped in the aws-sam-cli package.
   Tagged by a hash of its recipe, so it is built again only when the recipe changes.
@@ -15,7 +19,10 @@ SAM started removed, whatever the tests did.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
+import ipaddress
+import json
 import os
 import shutil
 import socket
@@ -40,8 +47,38 @@ MIRROR = "http://deb.debian.org/debian"
 SAM_LABEL = "sam.cli.container.type"
 
 
+TOOL_PATH = os.pathsep.join([os.environ.get("PATH", ""), "/usr/local/sbin", "/usr/sbin", "/sbin"])
+SAM_TMP = Path(tempfile.gettempdir()) / f"chrf-sam-local-{os.getpid()}"  # SAM's temporary files, removed at the end
+ENGINE_FOLDERS = [Path("/run/docker/plugins"), Path("/run/docker"), Path("/run/containerd/s"),
+                  Path("/run/containerd")]  # what dockerd and its containerd create outside their own folders
+BRIDGE_NETWORKS = [ipaddress.ip_network(f"172.{b}.{c}.0/24") for b in range(18, 32) for c in range(256)]
+
+
 class Unavailable(Exception):
     """A tool the SAM CLI tests need is missing or cannot start here: one line saying which."""
+
+
+def tool(name: str) -> str | None:
+    """A program's path, looked for in the sbin folders too (dockerd, docker-proxy and ip live there)."""
+    return shutil.which(name, path=TOOL_PATH)
+
+
+def missing_tools() -> str | None:
+    """What the SAM CLI tests lack before anything is started (None when nothing obvious is missing)."""
+    if tool("docker") is None:
+        return "no docker client (Debian: apt-get install docker.io)"
+    if not answers(os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")):
+        if tool("dockerd") is None:
+            return "no container engine running and no dockerd to start (Debian: apt-get install docker.io)"
+        if os.geteuid() != 0:
+            return "no container engine running, and starting dockerd needs root"
+        if tool("ip") is None:
+            return "no ip command to give dockerd a bridge of its own (Debian: apt-get install iproute2)"
+    if tool("mmdebstrap") is None:
+        return "no mmdebstrap to build the Lambda image (Debian: apt-get install mmdebstrap)"
+    if not (ROOT / ".aws-sam" / "build" / "template.yaml").exists():
+        return "no .aws-sam/build (make build)"
+    return None
 
 
 def run(*command: str, env: dict[str, str] | None = None, timeout: float = 600, **options: object) -> str:
@@ -52,7 +89,9 @@ def run(*command: str, env: dict[str, str] | None = None, timeout: float = 600, 
 
 
 def docker_env(host: str) -> dict[str, str]:
-    return {**os.environ, "DOCKER_HOST": host, "DOCKER_BUILDKIT": "0", "SAM_CLI_TELEMETRY": "0"}
+    SAM_TMP.mkdir(exist_ok=True)
+    return {**os.environ, "DOCKER_HOST": host, "DOCKER_BUILDKIT": "0", "SAM_CLI_TELEMETRY": "0",
+            "TMPDIR": str(SAM_TMP), "PATH": TOOL_PATH}
 
 
 def answers(host: str) -> bool:
@@ -63,47 +102,130 @@ def answers(host: str) -> bool:
         return False
 
 
-def link_exists(name: str) -> bool:
-    return Path("/sys/class/net", name).exists()
+def ip(*arguments: str) -> str:
+    return run(tool("ip") or "ip", *arguments)
+
+
+def networks_in_use() -> list[ipaddress.IPv4Network]:
+    """Every IPv4 network an interface address or a route of this machine covers."""
+    used = [ipaddress.ip_interface(f"{entry['local']}/{entry['prefixlen']}").network
+            for link in json.loads(ip("-j", "-4", "addr", "show")) for entry in link.get("addr_info", [])]
+    for route in json.loads(ip("-j", "-4", "route", "show", "table", "all")):
+        destination = route.get("dst", "")
+        if destination and destination != "default" and destination[0].isdigit():
+            with contextlib.suppress(ValueError):
+                used.append(ipaddress.ip_network(destination, strict=False))
+    return used
+
+
+@contextlib.contextmanager
+def own_bridge() -> Iterator[str]:
+    """A bridge of this run's own, up, with the first free /24 of BRIDGE_NETWORKS: its name, until the block ends.
+
+    Chosen and created under a lock on /run (no lock file is left behind), so that two runs never pick the same."""
+    name = f"chrf{os.getpid()}"[:15]
+    lock = os.open("/run", os.O_RDONLY)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        used = networks_in_use()
+        free = next((net for net in BRIDGE_NETWORKS if not any(net.overlaps(other) for other in used)), None)
+        if free is None:
+            raise Unavailable("no free /24 in 172.18-31.x.x for a bridge of this run's own")
+        ip("link", "add", "name", name, "type", "bridge")
+        try:
+            ip("addr", "add", f"{free.network_address + 1}/{free.prefixlen}", "dev", name)
+            ip("link", "set", name, "up")
+        except BaseException:
+            ip("link", "delete", name)
+            raise
+    finally:
+        os.close(lock)  # releases the lock
+    try:
+        yield name
+    finally:
+        subprocess.run([tool("ip") or "ip", "link", "delete", name], capture_output=True)
+
+
+def engine_processes() -> list[int]:
+    """PIDs of the dockerd and containerd processes running on this machine (any engine's)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with contextlib.suppress(OSError):
+                if Path("/proc", entry, "comm").read_text().strip() in ("dockerd", "containerd"):
+                    found.append(int(entry))
+    return found
+
+
+def wait_for_group(group: int, seconds: float) -> None:
+    """Until no process of this process group is left (or the time is up)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        members = []
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                with contextlib.suppress(OSError, IndexError, ValueError):
+                    fields = Path("/proc", entry, "stat").read_text().rsplit(")", 1)[1].split()
+                    if int(fields[2]) == group and fields[0] != "Z":
+                        members.append(entry)
+        if not members:
+            return
+        time.sleep(0.2)
+
+
+def remove_engine_folders(created: list[Path]) -> None:
+    """The folders under /run that this run's engine created, once empty and no other engine runs."""
+    if engine_processes():
+        return
+    for folder in created:  # deepest first
+        with contextlib.suppress(OSError):
+            folder.rmdir()
 
 
 @contextlib.contextmanager
 def engine() -> Iterator[str]:
     """A container engine's DOCKER_HOST: one already running, else dockerd started (and stopped) here."""
-    if shutil.which("docker") is None:
+    if tool("docker") is None:
         raise Unavailable("no docker client (Debian: apt-get install docker.io)")
     existing = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
     if answers(existing):
-        yield existing
+        try:
+            yield existing
+        finally:
+            shutil.rmtree(SAM_TMP, ignore_errors=True)
         return
-    if shutil.which("dockerd") is None:
+    dockerd = tool("dockerd")
+    if dockerd is None:
         raise Unavailable("no container engine running and no dockerd to start (Debian: apt-get install docker.io)")
     if os.geteuid() != 0:
         raise Unavailable("no container engine running, and starting dockerd needs root")
+    created = [folder for folder in ENGINE_FOLDERS if not folder.exists()]
     runtime = Path(tempfile.mkdtemp(prefix="chrf-dockerd-"))  # short: the socket's path has a length limit
     data = CACHE / "docker"
     data.mkdir(parents=True, exist_ok=True)
     host = f"unix://{runtime}/docker.sock"
-    bridge_existed = link_exists("docker0")
-    log = (runtime / "dockerd.log").open("w")
-    daemon = subprocess.Popen(
-        ["dockerd", "--data-root", str(data), "--exec-root", str(runtime / "exec"), "--pidfile",
-         str(runtime / "dockerd.pid"), "--host", host, "--iptables=false", "--ip-masq=false", "--ip-forward=false",
-         "--storage-driver", "overlay2"], stdout=log, stderr=log, start_new_session=True)
     try:
-        deadline = time.monotonic() + 60
-        while not answers(host):
-            if daemon.poll() is not None or time.monotonic() > deadline:
-                raise Unavailable("dockerd did not start: "
-                                  + " | ".join((runtime / "dockerd.log").read_text().splitlines()[-3:]))
-            time.sleep(0.5)
-        yield host
+        with own_bridge() as bridge, (runtime / "dockerd.log").open("w") as log:
+            daemon = subprocess.Popen(
+                [dockerd, "--data-root", str(data), "--exec-root", str(runtime / "exec"), "--pidfile",
+                 str(runtime / "dockerd.pid"), "--host", host, "--bridge", bridge, "--iptables=false",
+                 "--ip-masq=false", "--ip-forward=false", "--storage-driver", "overlay2"],
+                stdout=log, stderr=log, start_new_session=True, env={**os.environ, "PATH": TOOL_PATH})
+            try:
+                deadline = time.monotonic() + 60
+                while not answers(host):
+                    if daemon.poll() is not None or time.monotonic() > deadline:
+                        raise Unavailable("dockerd did not start: "
+                                          + " | ".join((runtime / "dockerd.log").read_text().splitlines()[-3:]))
+                    time.sleep(0.5)
+                yield host
+            finally:
+                stop_group(daemon, 30)
+                wait_for_group(daemon.pid, 30)  # containerd, dockerd's child, ends after it
     finally:
-        stop_group(daemon, 30)
-        log.close()
-        if not bridge_existed and link_exists("docker0"):
-            subprocess.run(["ip", "link", "delete", "docker0"], capture_output=True)
         shutil.rmtree(runtime, ignore_errors=True)
+        shutil.rmtree(SAM_TMP, ignore_errors=True)
+        remove_engine_folders(created)
 
 
 def remove_sam_containers(host: str) -> None:
@@ -126,14 +248,14 @@ def image(host: str) -> str:
     env = docker_env(host)
     if subprocess.run(["docker", "image", "inspect", tag], env=env, capture_output=True).returncode == 0:
         return tag
-    if shutil.which("mmdebstrap") is None:
+    if tool("mmdebstrap") is None:
         raise Unavailable("no mmdebstrap to build the Lambda image (Debian: apt-get install mmdebstrap)")
     CACHE.mkdir(parents=True, exist_ok=True)
     rootfs = CACHE / f"rootfs-{SUITE}-python3.13.tar"
     if not rootfs.exists():
         partial = rootfs.with_name(rootfs.name + ".partial.tar")  # mmdebstrap writes the format its name ends in
-        run("mmdebstrap", "--variant=essential", "--include=python3.13,libstdc++6", SUITE, str(partial), MIRROR,
-            timeout=900)
+        run(tool("mmdebstrap") or "mmdebstrap", "--variant=essential", "--include=python3.13,libstdc++6", SUITE,
+            str(partial), MIRROR, timeout=900)
         partial.rename(rootfs)
     base = f"chrf-components-lambda-base:{recipe_hash()}"
     run("docker", "import", str(rootfs), base, env=env)

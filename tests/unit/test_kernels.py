@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from naive_chrf import naive_counts
 from payloads import KINDS, adversarial, near_limit
-from support import ROOT, SEGMENT_TEXT, settings_strategy
+from support import ROOT, SEGMENT_TEXT, native_kernel_or_skip, settings_strategy
 
 NATIVE_REQUIRED = os.environ.get("CHRF_REQUIRE_BUILD") == "1" and os.environ.get("CHRF_CORE_NATIVE") != "0"
 
@@ -35,7 +35,8 @@ def run(kernel, hypotheses, references, char_order, word_order, include_whitespa
 
 def test_the_native_kernel_is_active_when_the_suite_requires_it():
     if not NATIVE_REQUIRED:
-        pytest.skip("make test requires the native kernel (CHRF_REQUIRE_BUILD=1)")
+        pytest.skip("not in this run: only make test requires the native kernel (CHRF_REQUIRE_BUILD=1, not switched "
+                    "off)")
     assert chrf_core.KERNEL == "native" and set(chrf_core.counting.KERNELS) == {"native", "python"}, (
         chrf_core.counting.KERNEL_ERROR)
 
@@ -98,8 +99,7 @@ def test_per_segment_rows_sum_to_the_corpus_counts_in_every_kernel():
 
 
 def test_native_kernel_rejects_non_text_segments_with_a_type_error():
-    if "native" not in chrf_core.counting.KERNELS:
-        pytest.skip("the native kernel is not built")
+    native_kernel_or_skip()
     with pytest.raises(TypeError, match=r"hypotheses\[1\] must be a str"):
         chrf_core.counting.KERNELS["native"](["a", 3], ["a", "b"], 2, 0, False, False)
 

@@ -11,7 +11,7 @@ import time
 import chrf_core
 import pytest
 from chrf_core import MAX_TEXT_LENGTH, InvalidInputError, counting
-from support import ROOT
+from support import ROOT, native_kernel_or_skip
 from test_kernels import kernels
 
 PATHS = [str(ROOT / "layers" / "chrf_core"), str(ROOT / "tests")]
@@ -143,8 +143,7 @@ def test_ctrl_c_stops_a_long_native_count_within_a_second():
 
 
 def test_texts_with_more_distinct_units_than_the_kernels_histograms_hold_are_counted_alike():
-    if "native" not in chrf_core.counting.KERNELS:
-        pytest.skip("the native kernel is not built")
+    native_kernel_or_skip()
     import random
 
     rng = random.Random(11)

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from naive_chrf import naive_aggregate
 from payloads import edited, real_pairs
-from support import SEGMENT_TEXT, settings_strategy
+from support import SEGMENT_TEXT, native_kernel_or_skip, settings_strategy
 from test_kernels import kernels
 
 
@@ -76,8 +76,7 @@ def test_fastchrf_keeps_u001c_to_u001f_in_character_ngrams_where_the_contract_dr
 
 
 def test_every_thread_count_gives_the_same_numbers():
-    if "native" not in counting.KERNELS:
-        pytest.skip("the native kernel is not built")
+    native_kernel_or_skip()
     texts = candidates(150)
     metric = CHRF(word_order=2)
     pairwise, aggregate = metric.pairwise(texts, texts, threads=1), metric.aggregate(texts, texts, threads=1)
@@ -108,6 +107,30 @@ def test_batch_mistakes_are_named():
         metric.pairwise_batch(["a", "b"], [["a"], ["b"]])
     with pytest.raises(TypeError, match=r"reference_sets\[1\]: expected a sequence of segments"):
         metric.aggregate_batch([["a"], ["b"]], [["a"], "ab"])
+
+
+@pytest.mark.parametrize("threads", [None, 1, 2, 4])
+def test_empty_batches_are_empty_lists_whatever_the_threads(threads):
+    assert CHRF().pairwise_batch([], [], threads=threads) == []
+    assert CHRF().aggregate_batch([], [], threads=threads) == []
+
+
+def test_a_generator_of_sets_is_scored_as_the_list_of_them(kernel):
+    sets, references = [["a cat", "the dog"], ["b"]], [["the cat"], ["b", "a"]]
+    for threads in (1, 2):
+        given = CHRF().aggregate_batch((s for s in sets), (r for r in references), threads=threads)
+        listed = CHRF().aggregate_batch(sets, references, threads=threads)
+        assert [scores.tolist() for scores in given] == [scores.tolist() for scores in listed]
+        given = CHRF().pairwise_batch(iter(sets), iter(references), threads=threads)
+        assert [m.tolist() for m in given] == [m.tolist() for m in CHRF().pairwise_batch(sets, references)]
+
+
+@pytest.mark.parametrize("exact", ["yes", 1, None, "False"])
+def test_exact_must_be_a_bool(exact):
+    with pytest.raises(TypeError, match="exact: expected True or False"):
+        CHRF().aggregate(["a"], ["a"], exact=exact)
+    with pytest.raises(TypeError, match="exact: expected True or False"):
+        CHRF().segment_scores(["a"], ["a"], exact=exact)
 
 
 @pytest.mark.parametrize("threads", [0, -1, 257, 2.0, True, "4"])

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from naive_chrf import naive_score
 from payloads import real_pairs
-from support import SEGMENT_TEXT, settings_strategy
+from support import SEGMENT_TEXT, native_kernel_or_skip, settings_strategy
 from test_kernels import kernels
 
 
@@ -56,8 +56,7 @@ def test_pairwise_on_real_translations_equals_one_segment_contract_scores(kernel
 
 
 def test_a_native_score_too_close_to_a_rounding_midpoint_is_computed_exactly(monkeypatch):
-    if "native" not in chrf_core.counting.KERNELS:
-        pytest.skip("the native kernel is not built")
+    native_kernel_or_skip()
     texts = [text for pair in real_pairs() for text in pair][:12]
     flagged = counting.NATIVE.pairwise(texts, texts, 6, 2, False, 2, False, 1, 1, numpy.empty((12, 12)))
     assert len(flagged) > 100  # at a tolerance of half the value, nearly every score is handed back
@@ -199,8 +198,7 @@ def test_ctrl_c_stops_a_large_native_pairwise_matrix_within_a_row(tmp_path):
 
     from support import ROOT
 
-    if "native" not in chrf_core.counting.KERNELS:
-        pytest.skip("the native kernel is not built")
+    native_kernel_or_skip()
     # A process started in the background may inherit SIGINT ignored: the child restores Python's own handler.
     script = ("import signal; signal.signal(signal.SIGINT, signal.default_int_handler)\n"
               "import sys; sys.path.insert(0, sys.argv[1]); import chrf_core; from payloads import real_pairs\n"
@@ -226,8 +224,7 @@ def test_other_threads_run_while_the_native_kernel_fills_a_matrix():
     import threading
     import time
 
-    if counting.KERNEL != "native":
-        pytest.skip("the native kernel is not built or not chosen")
+    native_kernel_or_skip()
     texts = [f"{text} {k}" for k in range(20) for pair in real_pairs() for text in pair]  # 1,600 x 1,600
     ticks, stop = [0], threading.Event()
 

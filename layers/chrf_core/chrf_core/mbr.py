@@ -12,7 +12,7 @@ threads; a single set is spread by rows. The native kernel runs without the GIL.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -20,7 +20,7 @@ from . import counting
 from .contract import TEXT_KEYS
 from .errors import InvalidInputError, describe
 from .report import exact_score
-from .texts import MAX_TEXT_LENGTH, check_encodable, check_strings, not_one_text
+from .texts import MAX_TEXT_LENGTH, check_encodable, check_flag, check_strings, not_one_text
 
 if TYPE_CHECKING:
     import numpy
@@ -84,6 +84,7 @@ def aggregate(settings: CHRF, hypotheses: list[str], references: list[str], thre
               exact: bool) -> numpy.ndarray | list[Fraction]:
     """Each (checked) hypothesis against the references' averaged n-gram counts: float64 scores, or exact
     Fractions."""
+    check_flag("exact", exact)
     scores, counts, undecided = counting.aggregate(hypotheses, references, settings, TOLERANCE_BITS, threads)
     if exact:
         return [exact_score(settings, orders) for orders in counts.tolist()]
@@ -92,21 +93,24 @@ def aggregate(settings: CHRF, hypotheses: list[str], references: list[str], thre
     return scores
 
 
-def batch(score_set: Callable[[list[str], list[str], int], Result], hypothesis_sets: Sequence[Sequence[str]],
-          reference_sets: Sequence[Sequence[str]], threads: int) -> list[Result]:
+def batch(score_set: Callable[[list[str], list[str], int], Result], hypothesis_sets: Iterable[Sequence[str]],
+          reference_sets: Iterable[Sequence[str]], threads: int) -> list[Result]:
     """score_set over every (checked) candidate set and its references, in order: the sets spread over the threads
     (each set on one), a single set over them by rows."""
+    given_sets = []
     for key, given in (("hypothesis_sets", hypothesis_sets), ("reference_sets", reference_sets)):
         not_one_text(key, given)
-        if isinstance(given, Sequence) and given and isinstance(given[0], str):
+        listed = list(given)  # any iterable of sets, a generator included
+        if listed and isinstance(listed[0], str):
             raise TypeError(f"{key}: expected a sequence of sets of texts (one set per source sentence), got a "
                             "sequence of str")
-    if len(hypothesis_sets) != len(reference_sets):
+        given_sets.append(listed)
+    if len(given_sets[0]) != len(given_sets[1]):
         raise InvalidInputError("reference_sets", f"must have as many sets as hypothesis_sets "
-                                                  f"({len(hypothesis_sets)}), got {len(reference_sets)}")
+                                                  f"({len(given_sets[0])}), got {len(given_sets[1])}")
     sets = [checked(hypotheses, references, (f"hypothesis_sets[{k}]", f"reference_sets[{k}]"))
-            for k, (hypotheses, references) in enumerate(zip(hypothesis_sets, reference_sets))]
-    if len(sets) == 1 or threads == 1 or counting.KERNEL != "native":
+            for k, (hypotheses, references) in enumerate(zip(*given_sets))]
+    if len(sets) <= 1 or threads == 1 or counting.KERNEL != "native":
         return [score_set(hypotheses, references, threads) for hypotheses, references in sets]
     from concurrent.futures import ThreadPoolExecutor  # here: not on the service's import path
 

@@ -40,7 +40,7 @@ from . import counting, mbr
 from .contract import AVERAGINGS, INTEGER_RANGES, SETTING_KEYS, TEXT_KEYS, TOOL, VERSION
 from .errors import InvalidInputError, describe, unknown_key_error
 from .report import Report, exact_score, float_scores, report_of
-from .texts import check_chunk, not_one_text
+from .texts import check_chunk, check_flag, not_one_text
 
 if TYPE_CHECKING:
     import numpy
@@ -171,7 +171,7 @@ class CHRF:
         an iterator that reads the segments as it goes; with ``exact``, an iterator of exact Fractions. The floats
         come from one vectorised formula, within 1e-12 of the exact value (which ``exact`` gives)."""
         hypotheses, references = _streams(hypotheses, references)
-        if exact:
+        if check_flag("exact", exact):
             return (exact_score(self, orders) for orders in self._segment_counts(hypotheses, references))
         floats = (float_scores(self, counting.segment_counts(chunk[0], chunk[1], self))
                   for chunk in _chunks(hypotheses, references))

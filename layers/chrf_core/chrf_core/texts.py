@@ -48,6 +48,13 @@ def not_one_text(name: str, texts: object) -> None:
                         f"{type(texts).__name__}; wrap it in a list")
 
 
+def check_flag(name: str, value: object) -> bool:
+    """A keyword that switches something on or off must be a bool: ``exact="no"`` would otherwise read as True."""
+    if type(value) is not bool:
+        raise TypeError(f"{name}: expected True or False, got {type(value).__name__}")
+    return value
+
+
 def utf8_size(text: str) -> int:
     """UTF-8 size of a text as the size limit counts it (a lone surrogate as the 3 bytes of its encoded form)."""
     if text.isascii():
