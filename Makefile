@@ -21,7 +21,7 @@ export SAM_CLI_TELEMETRY := 0
 # What running needs: the runtime dependencies and the command line (with the host's native kernel).
 setup: $(VENV)/.installed kernel
 $(VENV)/.installed: requirements.txt pyproject.toml setup.py
-	$(PYTHON) -m venv $(VENV)
+	$(PYTHON) -m venv --clear $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -r requirements.txt -e .
 	touch $@
@@ -39,7 +39,7 @@ $(VENV)/.installed-dev: $(VENV)/.installed requirements-dev.txt
 
 setup-sam: $(SAM_VENV)/.installed
 $(SAM_VENV)/.installed: requirements-sam.txt
-	$(PYTHON) -m venv $(SAM_VENV)
+	$(PYTHON) -m venv --clear $(SAM_VENV)
 	$(SAM_VENV)/bin/pip install -q --upgrade pip
 	$(SAM_VENV)/bin/pip install -q -r requirements-sam.txt
 	touch $@

@@ -25,6 +25,7 @@ import ipaddress
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -157,20 +158,27 @@ def engine_processes() -> list[int]:
     return found
 
 
-def wait_for_group(group: int, seconds: float) -> None:
-    """Until no process of this process group is left (or the time is up)."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        members = []
-        for entry in os.listdir("/proc"):
-            if entry.isdigit():
-                with contextlib.suppress(OSError, IndexError, ValueError):
-                    fields = Path("/proc", entry, "stat").read_text().rsplit(")", 1)[1].split()
-                    if int(fields[2]) == group and fields[0] != "Z":
-                        members.append(entry)
-        if not members:
-            return
+def processes_naming(marker: str) -> list[int]:
+    """PIDs of the live processes whose command line holds ``marker`` (this engine's folder: containerd and its
+    shims, which dockerd starts in process groups of their own)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and int(entry) != os.getpid():
+            with contextlib.suppress(OSError, IndexError):
+                if marker in Path("/proc", entry, "cmdline").read_bytes().decode("utf-8", "replace") and Path(
+                        "/proc", entry, "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+                    found.append(int(entry))
+    return found
+
+
+def end_processes_naming(marker: str, grace: float) -> None:
+    """Wait up to ``grace`` seconds for them to end as dockerd stops them, then SIGKILL what is left."""
+    deadline = time.monotonic() + grace
+    while processes_naming(marker) and time.monotonic() < deadline:
         time.sleep(0.2)
+    for pid in processes_naming(marker):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
 
 
 def remove_engine_folders(created: list[Path]) -> None:
@@ -203,6 +211,8 @@ def engine() -> Iterator[str]:
     runtime = Path(tempfile.mkdtemp(prefix="chrf-dockerd-"))  # short: the socket's path has a length limit
     data = CACHE / "docker"
     data.mkdir(parents=True, exist_ok=True)
+    # The images stay cached; the networks an earlier dockerd stored would be restored with their bridges (docker0).
+    shutil.rmtree(data / "network", ignore_errors=True)
     host = f"unix://{runtime}/docker.sock"
     try:
         with own_bridge() as bridge, (runtime / "dockerd.log").open("w") as log:
@@ -221,7 +231,7 @@ def engine() -> Iterator[str]:
                 yield host
             finally:
                 stop_group(daemon, 30)
-                wait_for_group(daemon.pid, 30)  # containerd, dockerd's child, ends after it
+                end_processes_naming(str(runtime), 30)
     finally:
         shutil.rmtree(runtime, ignore_errors=True)
         shutil.rmtree(SAM_TMP, ignore_errors=True)
