@@ -9,7 +9,8 @@ has the table).
 3. The function: a name, partial ARN or ARN of this server's account and region, unqualified or ``$LATEST``
    (no versions or aliases are published locally); else 404 ResourceNotFoundException.
 4. The payload: at most 6 MB (RequestResponse, DryRun) or 1 MB (Event), else 413 RequestTooLargeException; strict
-   JSON (no NaN, no trailing data), else 400 InvalidRequestContentException.
+   JSON in UTF-8 (no NaN, no trailing data, no byte order mark, not UTF-16 or UTF-32), else 400
+   InvalidRequestContentException.
 5. DryRun 204; Event 202 once queued (429 TooManyRequestsException when the function's queue is full);
    RequestResponse 200 with the function's result, ``X-Amz-Function-Error: Unhandled`` when it failed.
 """
@@ -60,11 +61,12 @@ def _reject_constant(name: str) -> None:
 
 
 def parse_payload(body: bytes) -> str | None:
-    """Why the payload is not JSON as Lambda parses it, or None when it is (an empty payload is ``{}``)."""
+    """Why the payload is not JSON as Lambda parses it, or None when it is (an empty payload is ``{}``). Lambda reads
+    UTF-8 only: Python's json.loads would take UTF-16 and UTF-32 bytes, and a byte order mark, as well."""
     if not body:
         return None
     try:
-        json.loads(body, parse_constant=_reject_constant)
+        json.loads(body.decode("utf-8"), parse_constant=_reject_constant)
     except RecursionError:
         return "nested too deeply"
     except ValueError as error:

@@ -6,8 +6,11 @@ invocation at a time. Like Lambda's runtime, it receives the payload as JSON byt
 (``Runtime.UnmarshalError`` if it cannot) and serialises the result itself (``Runtime.MarshalError``), so nothing a
 caller sends is ever pickled by the server. An invocation that runs past the function's Timeout is answered at the
 Timeout and its worker is killed (the next invocation starts a fresh one, a cold start); a worker found dead, idle
-or busy, is replaced. A worker says when an invocation begins, so one handed to a worker that was already dying
-(killed a moment before, its pipe still open while its last thread exits) runs in a fresh one: it never ran there.
+or busy, is replaced. As in `sam local`, a cold start's loading counts towards the invocation's Timeout: a module
+that loads for longer is answered ``Sandbox.Timedout`` at the Timeout and its environment replaced, and one that
+fails to load is ``Runtime.ImportModuleError`` with the reason. A worker says when it has loaded and when an
+invocation begins, so one handed to a worker that died first (killed while it loaded, or a moment before its turn,
+its pipe still open while its last thread exits) runs in a fresh one: it never ran there.
 A worker ignores Ctrl-C (the server stops it) and exits on its own if the server dies. The log
 lines an invocation writes go to stderr, as `sam local` shows them, and are kept for `LogType: Tail` (they are the
 function's own structured logs: never texts).
@@ -19,6 +22,7 @@ execution environment); when the queue is full the caller is told to slow down, 
 from __future__ import annotations
 
 import collections
+import contextlib
 import io
 import json
 import multiprocessing
@@ -40,6 +44,8 @@ RESPONSE_LIMIT = 6 * 1024 * 1024 + 100  # bytes of response Lambda returns (6291
 EVENT_QUEUE_BYTES = 64 * 1024 * 1024  # payload bytes waiting per function before Event invocations are throttled
 EVENT_QUEUE_EVENTS = 1024  # Event invocations waiting per function, likewise
 KILL_WAIT = 2.0  # seconds to wait for a killed worker to be reaped
+READY = "ready"  # what a worker sends when it has loaded its function
+LOAD_FAILED = "load failed"  # what it sends instead, with the error type and message, when loading raised
 BEGAN = "began"  # what a worker sends when it has received an invocation, before running it
 
 
@@ -107,8 +113,14 @@ def _environment(template: str, logical_id: str, parent: int, connection: Any) -
     os.environ.update(config.environment)
     tee = _Tee()
     sys.stdout = tee  # the function's logs and metrics (Powertools binds its stream at import)
-    handler = sam_template.load_handler(logical_id, path)
-    connection.send("ready")
+    try:
+        handler = sam_template.load_handler(logical_id, path)
+    except Exception as error:
+        traceback.print_exc()
+        connection.send((LOAD_FAILED, "Runtime.ImportModuleError",
+                         f"Unable to import module for {logical_id}: {type(error).__name__}: {error}"))
+        return
+    connection.send(READY)
     while True:
         try:
             body, request_id = connection.recv()
@@ -128,21 +140,36 @@ def _environment(template: str, logical_id: str, parent: int, connection: Any) -
 
 
 class _Worker:
-    """One execution environment: a worker process and the pipe to it."""
+    """One execution environment: a worker process and the pipe to it. It starts loading its function at once;
+    ``loaded`` waits for that."""
 
     def __init__(self, template: pathlib.Path, logical_id: str) -> None:
         context = multiprocessing.get_context("spawn")
         self.connection, child = context.Pipe()
         self.process = context.Process(target=_environment, args=(str(template), logical_id, os.getpid(), child),
                                        daemon=True)
-        self.process.start()
-        child.close()
+        self.ready = False
+        self.load_error: tuple[str, str] | None = None  # (errorType, errorMessage) when loading raised
         try:
-            if self.connection.recv() != "ready":  # the function loaded (or the worker died: EOFError)
-                raise RuntimeError(f"{logical_id} did not start")
-        except BaseException:
-            self.kill()
-            raise
+            self.process.start()
+        finally:
+            child.close()
+
+    def loaded(self, deadline: float) -> bool:
+        """Whether the environment finished loading its function by ``deadline`` (monotonic): ready, or failed
+        with ``load_error``. EOFError (or OSError) when it died while loading."""
+        if self.ready or self.load_error:
+            return True
+        if not self.connection.poll(max(0.0, deadline - time.monotonic())):
+            return False
+        message = self.connection.recv()
+        if message == READY:
+            self.ready = True
+        elif isinstance(message, tuple) and len(message) == 3 and message[0] == LOAD_FAILED:
+            self.load_error = (str(message[1]), str(message[2]))
+        else:
+            raise EOFError("not what a loading environment says")  # not trusted: as if it had died
+        return True
 
     def alive(self) -> bool:
         return self.process.is_alive()
@@ -176,9 +203,13 @@ class Runtime:
         self.event_threads: list[threading.Thread] = []
 
     def warm(self) -> None:
-        """Start every environment now, not on the first invocations."""
+        """Start every environment now, not on the first invocations, and give them up to the Timeout to load (one
+        that is still loading then goes on loading; one that failed or died is dealt with when it is used)."""
         workers = [self._checkout() for _ in range(self.workers)]
+        deadline = time.monotonic() + self.config.timeout
         for worker in workers:
+            with contextlib.suppress(EOFError, OSError):  # dead: found so at checkout, and replaced
+                worker.loaded(deadline)
             self._release(worker, healthy=True)
 
     def _checkout(self, synchronous: bool = True) -> _Worker:
@@ -238,19 +269,24 @@ class Runtime:
                 worker = self._checkout(synchronous)
             except RuntimeClosed:
                 break
-            except Exception:
-                return self._failed(request_id, "Runtime.ImportModuleError", f"{self.logical_id} could not be loaded")
+            except Exception:  # a worker process could not be started at all
+                return self._exited(request_id)
             invocation = self._attempt(worker, body, request_id)
             if invocation is not None:
                 return invocation
         return self._exited(request_id)
 
     def _attempt(self, worker: _Worker, body: bytes, request_id: str) -> Invocation | None:
-        """The invocation run in this environment, or None if the environment died before it began (it never ran,
-        so it can run in another)."""
+        """The invocation run in this environment, or None if the environment died before it began (while it loaded,
+        or before it received the invocation: it never ran, so it can run in another). A cold start's loading counts
+        towards the Timeout."""
         began, healthy = False, False
         deadline = time.monotonic() + self.config.timeout
         try:
+            if not worker.loaded(deadline):
+                return self._timed_out(request_id)
+            if worker.load_error:
+                return self._failed(request_id, *worker.load_error)
             worker.connection.send((body, request_id))
             if not worker.connection.poll(max(0.0, deadline - time.monotonic())):
                 return self._timed_out(request_id)

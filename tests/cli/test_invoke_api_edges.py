@@ -3,6 +3,7 @@ they are, environments that die while idle, floods of Event invocations, oversiz
 functions and signals; and, case by case, the answer AWS gives (docs/deploy-and-pipelines.md has the table)."""
 
 import base64
+import contextlib
 import http.client
 import json
 import os
@@ -81,11 +82,18 @@ def test_deeply_nested_payloads_are_answered_and_every_environment_keeps_serving
 
 
 def kill_every_idle_environment(server):
-    """SIGKILL the four idle workers of the API function and wait until they are gone."""
+    """SIGKILL the four workers of the API function once all four are idle (an earlier test's Event invocation may
+    still be running: waited for, up to a deadline) and wait until they are gone."""
     runtime = server.functions.get(FUNCTION)
-    with runtime.available:
-        idle = [worker.process.pid for worker in runtime.idle]
-    assert len(idle) == 4
+    deadline = time.monotonic() + 30
+    while True:
+        with runtime.available:
+            idle = [worker.process.pid for worker in runtime.idle]
+            events_waiting = len(runtime.events)
+        if (len(idle) == 4 and not events_waiting) or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    assert len(idle) == 4, f"{len(idle)} of the 4 environments idle after 30 s"
     for pid in idle:
         os.kill(pid, signal.SIGKILL)
     deadline = time.monotonic() + 10
@@ -216,11 +224,20 @@ CASES = [  # (function name in the path, query, headers, body) -> (status, error
     ("ChrfComponentsFunction", "", {}, b"[Infinity]", 400, "InvalidRequestContentException"),
     ("ChrfComponentsFunction", "", {}, b"{} {}", 400, "InvalidRequestContentException"),
     ("ChrfComponentsFunction", "", {}, b"\xff{}", 400, "InvalidRequestContentException"),
+    # Not UTF-8, though Python's json.loads would read each of them:
+    ("ChrfComponentsFunction", "", {}, json.dumps(EXAMPLE["input"]).encode("utf-16"), 400,
+     "InvalidRequestContentException"),
+    ("ChrfComponentsFunction", "", {}, json.dumps(EXAMPLE["input"]).encode("utf-16-le"), 400,
+     "InvalidRequestContentException"),
+    ("ChrfComponentsFunction", "", {}, json.dumps(EXAMPLE["input"]).encode("utf-32"), 400,
+     "InvalidRequestContentException"),
+    ("ChrfComponentsFunction", "", {}, json.dumps(EXAMPLE["input"]).encode("utf-8-sig"), 400,
+     "InvalidRequestContentException"),
 ]
 
 
 @pytest.mark.parametrize(("name", "query", "headers", "body", "status", "error"), CASES,
-                         ids=[f"{case[0][:40]}?{case[1][:20]}{case[2]}{case[3]}" for case in CASES])
+                         ids=[f"{case[0][:40]}?{case[1][:20]}{case[2]}{str(case[3])[:40]}" for case in CASES])
 def test_the_invoke_api_answers_each_case_as_aws_does(running, name, query, headers, body, status, error):
     path = invocations(name.format(region=running.region)) + (f"?{query}" if query else "")
     got, got_headers, data = post(running.server_address[1], path,
@@ -328,3 +345,118 @@ def test_a_signal_with_invocations_in_flight_stops_everything_within_5_seconds(t
         assert not any(caller.is_alive() for caller in callers), "a caller hangs"
         # Each caller gets an error (the connection closed, or Lambda's Runtime.ExitError), never a result.
         assert all(isinstance(outcome, str) or outcome == (200, "Unhandled") for outcome in outcomes), outcomes
+
+
+# ---- environments while they load ----------------------------------------------------------------------------
+
+LOADING_HANDLER = """
+import os, pathlib, time
+
+MARKS = pathlib.Path(__file__).parent.parent / "marks"
+with open(MARKS / "loading", "a") as marks:  # this environment's pid, as it starts to load
+    marks.write(f"{os.getpid()}\\n")
+if not (MARKS / "first-load").exists():  # only the first environment loads slowly
+    (MARKS / "first-load").write_text(str(os.getpid()))
+    time.sleep(float((MARKS / "first-load-seconds").read_text()))
+time.sleep(float((MARKS / "load-seconds").read_text()))
+
+
+def handler(event, context):
+    with open(MARKS / "ran", "a") as ran:
+        ran.write(f"{context.aws_request_id}\\n")
+    return {"ok": True}
+"""
+
+
+def loading_function(folder, timeout, first_load_seconds, load_seconds):
+    (folder / "code").mkdir(exist_ok=True)
+    (folder / "marks").mkdir(exist_ok=True)
+    (folder / "code" / "odd.py").write_text(LOADING_HANDLER, encoding="utf-8")
+    (folder / "marks" / "first-load-seconds").write_text(str(first_load_seconds))
+    (folder / "marks" / "load-seconds").write_text(str(load_seconds))
+    (folder / "template.yaml").write_text(TEMPLATE.format(timeout=timeout), encoding="utf-8")
+    return folder / "template.yaml"
+
+
+@pytest.mark.parametrize("first_load_seconds", [25, 100_000])  # slow, and a load that never ends
+def test_a_module_that_loads_past_the_timeout_is_answered_at_the_timeout_and_its_environment_replaced(
+        tmp_path, first_load_seconds):
+    server = make_server("127.0.0.1", 0, loading_function(tmp_path, 2, first_load_seconds, 0), workers=1)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        client = lambda_client(server.server_address[1], read_timeout=60)
+        started = time.monotonic()
+        _, payload = invoke(client, {})
+        elapsed = time.monotonic() - started
+        assert payload["errorType"] == "Sandbox.Timedout" and 2 <= elapsed < 3, (payload, elapsed)
+        assert payload["errorMessage"].endswith("Task timed out after 2.00 seconds")
+        first = int((tmp_path / "marks" / "first-load").read_text())
+        deadline = time.monotonic() + 5
+        while alive(first) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not alive(first), "the environment that loaded past the Timeout was not ended"
+        response, payload = invoke(client, {})  # a fresh environment, which loads at once
+        assert "FunctionError" not in response and payload == {"ok": True}
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_module_that_fails_to_load_is_an_import_module_error_with_its_reason(tmp_path):
+    template = odd_function(tmp_path, 5)
+    (tmp_path / "code" / "odd.py").write_text("import a_module_that_is_not_there\n", encoding="utf-8")
+    server = make_server("127.0.0.1", 0, template, workers=1)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        response, payload = invoke(lambda_client(server.server_address[1], read_timeout=30), {})
+        assert response["FunctionError"] == "Unhandled" and payload["errorType"] == "Runtime.ImportModuleError"
+        assert "No module named 'a_module_that_is_not_there'" in payload["errorMessage"]
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_environments_killed_while_they_load_are_replaced_and_every_invocation_runs_at_most_once(tmp_path):
+    """Each environment is SIGKILLed while it loads, six in all, while eight invocations wait: an invocation
+    runs in a fresh environment (or, past its tries, is Runtime.ExitError), never 'could not be loaded'."""
+    marks = tmp_path / "marks"
+    server = make_server("127.0.0.1", 0, loading_function(tmp_path, 30, 0, 0.4), workers=2)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    warm = set(map(int, (marks / "loading").read_text().split()))  # `serve` starts the API function's at once
+    killed, stop = set(), threading.Event()
+
+    def kill_while_loading():
+        while not stop.is_set() and len(killed) < 6:
+            for pid in map(int, (marks / "loading").read_text().split()):
+                if pid not in warm | killed and len(killed) < 6:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pid, signal.SIGKILL)
+                    killed.add(pid)
+            time.sleep(0.01)
+
+    killer = threading.Thread(target=kill_while_loading)
+    try:
+        for pid in warm:  # so that every invocation needs a cold start
+            os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while any(alive(pid) for pid in warm) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        killer.start()
+        answers = []
+        client = lambda_client(server.server_address[1], read_timeout=60)
+        calls = [threading.Thread(target=lambda: answers.append(invoke(client, {}))) for _ in range(8)]
+        for call in calls:
+            call.start()
+        for call in calls:
+            call.join(60)
+    finally:
+        stop.set()
+        killer.join()
+        server.shutdown()
+        server.server_close()
+    assert len(answers) == 8 and len(killed) == 6
+    ran = (marks / "ran").read_text().split() if (marks / "ran").exists() else []
+    assert len(ran) == len(set(ran))  # no invocation ran twice
+    outcomes = [payload if "FunctionError" not in response else payload["errorType"] for response, payload in answers]
+    assert all(outcome in ({"ok": True}, "Runtime.ExitError") for outcome in outcomes), outcomes
+    assert outcomes.count({"ok": True}) == len(ran) >= 1, outcomes
