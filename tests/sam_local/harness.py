@@ -6,9 +6,10 @@ SAM started removed, whatever the tests did.
   (found in /usr/sbin and /sbin too, where a user's PATH may not look) started here with its own folders,
   `--iptables=false --ip-masq=false --ip-forward=false` (no firewall rule, no forwarding setting changes), stopped
   by its PID. Its containers sit on a bridge of this run's own (a name and a /24 no other interface or route uses,
-  chosen under a lock), never on a docker0 that another engine may be using; the bridge is deleted afterwards, and
-  so are the folders under /run that dockerd and containerd create, when this run created them and no other
-  engine is running. SAM's own temporary files go to a folder of this run's, removed at the end.
+  chosen under a lock), never on a docker0 that another engine may be using; the bridge is deleted afterwards.
+  The folders under /run that dockerd and containerd create are removed by the last run to stop, when a run
+  started by these tests created them and no other engine is running. SAM's own temporary files go to a folder of
+  this run's, removed at the end.
 * The image (tests/sam_local/image/): a Debian trixie root filesystem from Debian's archive (mmdebstrap), awslambdaric
   and boto3 (which AWS's runtime ships) from PyPI, the runtime interface emulator shipped in the aws-sam-cli package.
   Tagged by a hash of its recipe, so it is built again only when the recipe changes.
@@ -50,8 +51,11 @@ SAM_LABEL = "sam.cli.container.type"
 
 TOOL_PATH = os.pathsep.join([os.environ.get("PATH", ""), "/usr/local/sbin", "/usr/sbin", "/sbin"])
 SAM_TMP = Path(tempfile.gettempdir()) / f"chrf-sam-local-{os.getpid()}"  # SAM's temporary files, removed at the end
-ENGINE_FOLDERS = [Path("/run/docker/plugins"), Path("/run/docker"), Path("/run/containerd/s"),
-                  Path("/run/containerd")]  # what dockerd and its containerd create outside their own folders
+# What dockerd and its containerd create outside their own folders (dockerd at its start, the shims with the first
+# container), and the mark a run leaves in one it found missing, for the last engine to stop to remove.
+ENGINE_FOLDERS = {Path("/run/docker"): [Path("/run/docker/plugins")],
+                  Path("/run/containerd"): [Path("/run/containerd/s")]}
+CREATED_MARK = ".created-by-chrf-components-tests"
 BRIDGE_NETWORKS = [ipaddress.ip_network(f"172.{b}.{c}.0/24") for b in range(18, 32) for c in range(256)]
 
 
@@ -181,13 +185,22 @@ def end_processes_naming(marker: str, grace: float) -> None:
             os.kill(pid, signal.SIGKILL)
 
 
-def remove_engine_folders(created: list[Path]) -> None:
-    """The folders under /run that this run's engine created, once empty and no other engine runs."""
+def release_engine_folders(missing_before: list[Path]) -> None:
+    """Remove the folders under /run that engines started by these tests created, once no engine runs any more.
+
+    Those this run found missing are marked; while another engine runs (another run's, or the machine's) nothing is
+    removed, and the last run to stop removes every marked folder, as far as it is empty."""
+    for top in missing_before:
+        with contextlib.suppress(OSError):
+            if top.is_dir():
+                (top / CREATED_MARK).touch()
     if engine_processes():
         return
-    for folder in created:  # deepest first
+    for top, inside in ENGINE_FOLDERS.items():
         with contextlib.suppress(OSError):
-            folder.rmdir()
+            (top / CREATED_MARK).unlink()
+            for folder in [*inside, top]:
+                folder.rmdir()
 
 
 @contextlib.contextmanager
@@ -207,7 +220,7 @@ def engine() -> Iterator[str]:
         raise Unavailable("no container engine running and no dockerd to start (Debian: apt-get install docker.io)")
     if os.geteuid() != 0:
         raise Unavailable("no container engine running, and starting dockerd needs root")
-    created = [folder for folder in ENGINE_FOLDERS if not folder.exists()]
+    missing_before = [top for top in ENGINE_FOLDERS if not top.exists()]
     runtime = Path(tempfile.mkdtemp(prefix="chrf-dockerd-"))  # short: the socket's path has a length limit
     data = CACHE / "docker"
     data.mkdir(parents=True, exist_ok=True)
@@ -235,7 +248,7 @@ def engine() -> Iterator[str]:
     finally:
         shutil.rmtree(runtime, ignore_errors=True)
         shutil.rmtree(SAM_TMP, ignore_errors=True)
-        remove_engine_folders(created)
+        release_engine_folders(missing_before)
 
 
 def remove_sam_containers(host: str) -> None:

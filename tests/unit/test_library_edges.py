@@ -142,6 +142,42 @@ def test_ctrl_c_stops_a_long_native_count_within_a_second():
     assert stopped_after < 1, stopped_after
 
 
+MBR_CALLS = {  # each takes several seconds, most of them building the shared n-gram tables
+    "pairwise of one text against a 5M-character one": "chrf.pairwise(['abc'], [text(5_000_000)])",
+    "aggregate of one text against 50k references": "chrf.aggregate([text(200)], [text(200) for _ in range(50_000)])",
+    "aggregate of 30k candidates": "texts = [text(200) for _ in range(30_000)]; chrf.aggregate(texts, texts)",
+}
+
+
+@pytest.mark.parametrize("call", MBR_CALLS.values(), ids=MBR_CALLS.keys())
+def test_ctrl_c_stops_pairwise_and_aggregate_within_a_second_while_they_build_their_tables(call):
+    native_kernel_or_skip()
+    script = f"""
+        import signal; signal.signal(signal.SIGINT, signal.default_int_handler)
+        import random, chrf_core
+        random.seed(5)
+        letters = bytes.maketrans(bytes(range(256)), (b"abcdefghijklmnopqrstuvwxyz     " * 9)[:256])
+        text = lambda length: random.randbytes(length).translate(letters).decode()
+        chrf = chrf_core.CHRF(word_order=2)
+        print("started", flush=True)
+        {call}
+        print("finished", flush=True)
+        """
+    process = subprocess.Popen([sys.executable, "-c", textwrap.dedent(script)], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, env={"PYTHONPATH": ":".join(PATHS)})
+    try:
+        assert process.stdout.readline() == "started\n", process.stderr.read()
+        time.sleep(1.0)
+        process.send_signal(signal.SIGINT)
+        interrupted = time.monotonic()
+        out, err = process.communicate(timeout=120)
+        stopped_after = time.monotonic() - interrupted
+    finally:
+        process.kill()
+    assert "finished" not in out and err.rstrip().endswith("KeyboardInterrupt"), (out, err[-500:])
+    assert stopped_after < 1, stopped_after
+
+
 def test_texts_with_more_distinct_units_than_the_kernels_histograms_hold_are_counted_alike():
     native_kernel_or_skip()
     import random

@@ -66,17 +66,24 @@ int aggregate_scores(const Texts *texts, const Scoring *scoring, int threads, do
     const size_t rows = texts->rows, columns = texts->columns;
     Run run;
     uint64_t *summed = NULL, ref_ngrams[MAX_ORDERS] = {0};
-    int status = -1;
-    if (run_begin(&run, texts, scoring, threads, 0) < 0) goto done;
+    int status = run_begin(&run, texts, scoring, threads, 0, pause, context);
+    if (status != 0) goto done;
+    status = -1;
     const Corpus *corpus = &run.corpus;
     summed = calloc(corpus->base[orders] + 1, sizeof(uint64_t));
     if (summed == NULL) goto done;
+    size_t counted = 0, next_pause = 0;
     for (int o = 0; o < orders; o++) { /* the references' counts, summed per row */
         const int kind = o >= scoring->char_order, n = kind ? o - scoring->char_order + 1 : o + 1;
         const size_t total = corpus->unit_start[kind][corpus->texts];
         const uint32_t *ids = corpus->classes[kind] + (size_t)(n - 1) * total;
         for (size_t j = rows; j < rows + columns; j++) {
+            if (pause_now(counted, &next_pause, pause, context)) {
+                status = 1;
+                goto done;
+            }
             const size_t from = corpus->unit_start[kind][j], to = corpus->unit_start[kind][j + 1];
+            counted += to - from + 1;
             for (size_t i = from; i + (size_t)(n - 1) < to; i++) summed[corpus->base[o] + ids[i]]++;
             ref_ngrams[o] += corpus->totals[j * orders + o];
         }

@@ -21,7 +21,7 @@ void corpus_free(Corpus *corpus) {
 
 /* Units of every text for one kind (0: characters, whitespace removed unless kept; 1: word tokens interned by
    content over all texts), then the class ids of orders 1..orders, each order from a fresh generation of work's
-   pair table. -1 on failure (no memory). */
+   pair table. 0; 1 when work's pause said stop; -1 on failure (no memory). */
 static int corpus_classes(Corpus *corpus, const Texts *texts, int kind, int orders, int keep_whitespace,
                           Work *work) {
     const size_t points = texts->start[corpus->texts];
@@ -35,15 +35,17 @@ static int corpus_classes(Corpus *corpus, const Texts *texts, int kind, int orde
         if (tokens_reserve(work, points / 2 + 34) < 0) return -1;
         tokens_generation(work, texts->points, points / 2 + 34);
     }
+    size_t next_pause = 0;
     for (size_t t = 0; t < corpus->texts; t++) {
         const uint32_t *text = texts->points + texts->start[t];
         const size_t length = texts->start[t + 1] - texts->start[t];
+        if (pause_now(texts->start[t], &next_pause, work->interrupted, work->interrupted_context)) return 1;
         if (kind == 0) {
             for (size_t i = 0; i < length; i++)
                 if (keep_whitespace || !is_space(text[i])) units[total++] = text[i];
         } else {
             const size_t count = tokenize(work, text, length, units + total, &tokens);
-            if (count == TOKENIZE_INTERRUPTED) return -1;
+            if (count == TOKENIZE_INTERRUPTED) return 1;
             total += count;
         }
         corpus->unit_start[kind][t + 1] = total;
@@ -56,25 +58,37 @@ static int corpus_classes(Corpus *corpus, const Texts *texts, int kind, int orde
         const uint32_t *below = o ? now - total : NULL;
         for (size_t t = 0; t < corpus->texts; t++) {
             const size_t from = corpus->unit_start[kind][t], to = corpus->unit_start[kind][t + 1];
-            for (size_t i = from; i + (size_t)o < to; i++)
+            for (size_t i = from; i + (size_t)o < to; i++) {
+                if (poll(work, i)) return 1;
                 now[i] = intern_pair(work, o ? below[i] : NO_CLASS, units[i + o], &ids);
+            }
         }
         corpus->class_count[kind][o] = ids;
     }
     return 0;
 }
 
-int corpus_build(Corpus *corpus, const Texts *texts, const Scoring *scoring) {
+int pause_now(size_t done, size_t *next, Pause pause, void *context) {
+    if (done < *next) return 0;
+    *next = done + POLL_MASK + 1;
+    return pause != NULL && pause(context);
+}
+
+int corpus_build(Corpus *corpus, const Texts *texts, const Scoring *scoring, Pause pause, void *context) {
     const int char_order = scoring->char_order, orders = scoring->char_order + scoring->word_order;
     memset(corpus, 0, sizeof *corpus);
     corpus->texts = texts->rows + texts->columns;
     Work work;
     memset(&work, 0, sizeof work);
+    work.interrupted = pause;
+    work.interrupted_context = context;
     const int kinds[2] = {char_order, scoring->word_order};
     int status = -1;
     for (int kind = 0; kind < 2; kind++)
-        if (kinds[kind] && corpus_classes(corpus, texts, kind, kinds[kind], scoring->keep_whitespace, &work) < 0)
+        if (kinds[kind] && (status = corpus_classes(corpus, texts, kind, kinds[kind], scoring->keep_whitespace,
+                                                    &work)) != 0)
             goto done;
+    status = -1;
     for (int o = 0; o < orders; o++) {
         int kind = o >= char_order, n = kind ? o - char_order + 1 : o + 1;
         corpus->base[o + 1] = corpus->base[o] + corpus->class_count[kind][n - 1];
@@ -94,7 +108,7 @@ int corpus_build(Corpus *corpus, const Texts *texts, const Scoring *scoring) {
     status = 0;
 done:
     work_release(&work);
-    if (status < 0) corpus_free(corpus);
+    if (status != 0) corpus_free(corpus);
     return status;
 }
 
@@ -187,11 +201,13 @@ int parallel_rows(size_t rows, size_t chunk, int threads, RowsTask task, void *s
     return pool.stop;
 }
 
-int run_begin(Run *run, const Texts *texts, const Scoring *scoring, int threads, size_t matches) {
+int run_begin(Run *run, const Texts *texts, const Scoring *scoring, int threads, size_t matches, Pause pause,
+              void *context) {
     memset(run, 0, sizeof *run);
     run->threads = threads < 1 ? 1 : threads > MAX_THREADS ? MAX_THREADS : threads;
     if ((size_t)run->threads > texts->rows) run->threads = texts->rows ? (int)texts->rows : 1; /* no idle scratch */
-    if (corpus_build(&run->corpus, texts, scoring) < 0) return -1;
+    const int built = corpus_build(&run->corpus, texts, scoring, pause, context);
+    if (built != 0) return built;
     const int orders = scoring->char_order + scoring->word_order;
     const size_t all = run->corpus.base[orders];
     for (int w = 0; w < run->threads; w++) {

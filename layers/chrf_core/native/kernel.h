@@ -33,6 +33,10 @@ typedef struct {
     uint32_t stamp, value;
 } DirectSlot;
 
+/* Asked now and then during long passes (with the context it was given): nonzero stops the work, whose caller
+   then reports why (Ctrl-C). NULL never stops. */
+typedef int (*Pause)(void *context);
+
 /* What one order keeps per class, side by side so that a position touches one cache line for its class. */
 typedef struct {
     uint32_t count[2];   /* occurrences on the side counted first [0] and the other side [1] */
@@ -66,7 +70,8 @@ typedef struct {
     uint32_t *histogram[2]; /* per side: DIRECT_SLOTS occurrence counts indexed by n-gram code, kept cleared */
     DirectSlot *ranks;      /* code point -> dense rank, CODE_POINTS slots touched only as far as used */
     uint32_t rank_stamp;
-    int (*interrupted)(void); /* polled during long passes: nonzero stops the count (the caller reports why) */
+    Pause interrupted; /* polled during long passes, with interrupted_context: nonzero stops the count */
+    void *interrupted_context;
 } Work;
 
 extern uint64_t hash_seed;
@@ -74,12 +79,12 @@ extern uint64_t hash_seed;
 #define POLL_MASK 0xFFFFFu /* positions between two polls for an interruption */
 
 static inline int poll(Work *work, size_t done) {
-    return ((done + 1) & POLL_MASK) == 0 && work->interrupted != NULL && work->interrupted();
+    return ((done + 1) & POLL_MASK) == 0 && work->interrupted != NULL && work->interrupted(work->interrupted_context);
 }
 
 /* After a pass over `size` units: whether to stop (only passes long enough to delay an interruption look). */
 static inline int stop_after(Work *work, size_t size) {
-    return size > POLL_MASK && work->interrupted != NULL && work->interrupted();
+    return size > POLL_MASK && work->interrupted != NULL && work->interrupted(work->interrupted_context);
 }
 
 static inline int is_space(uint32_t c) {

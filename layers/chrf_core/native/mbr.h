@@ -26,8 +26,8 @@ typedef struct {
     size_t count, capacity;
 } Flagged;
 
-/* Pauses for the caller about every 2^18 pairs, on the calling thread (nonzero: stop); NULL never pauses. */
-typedef int (*Pause)(void *context);
+/* A Pause (kernel.h) is asked on the calling thread: while the texts' n-grams are counted and indexed, about every
+   2^20 units, then about every 2^18 pairs scored. */
 
 /* Fill scores[i * columns + j] for every pair, each the score rounded to the nearest double. Returns 0; 1 when the
    pause said stop; -1 when out of memory. flagged->indices is the caller's to free (free()). */
@@ -66,8 +66,9 @@ typedef struct {
     size_t longest;              /* the most n-grams of all orders in one text */
 } Corpus;
 
-/* The corpus of texts (rows + columns of them). 0, or -1 when out of memory (corpus_free in any case). */
-int corpus_build(Corpus *corpus, const Texts *texts, const Scoring *scoring);
+/* The corpus of texts (rows + columns of them). 0; 1 when the pause said stop; -1 when out of memory (corpus_free in
+   any case). */
+int corpus_build(Corpus *corpus, const Texts *texts, const Scoring *scoring, Pause pause, void *context);
 void corpus_free(Corpus *corpus);
 
 /* A text's occurrences of one row (order and class): its count, and which text or row it stands for. */
@@ -97,8 +98,12 @@ typedef struct {
 } Run;
 
 /* Count the texts' n-grams and reserve scratch for `threads` threads (clamped to 1..MAX_THREADS and to the rows;
-   matches: how many per thread, 0 for none), seen cleared. 0, or -1 when out of memory; run_end in any case. */
-int run_begin(Run *run, const Texts *texts, const Scoring *scoring, int threads, size_t matches);
+   matches: how many per thread, 0 for none), seen cleared. 0; 1 when the pause said stop; -1 when out of memory;
+   run_end in any case. */
+int run_begin(Run *run, const Texts *texts, const Scoring *scoring, int threads, size_t matches, Pause pause,
+              void *context);
+/* Whether to stop: asks the pause once `done` has passed *next (then moves *next on by 2^20 units). */
+int pause_now(size_t done, size_t *next, Pause pause, void *context);
 /* The threads' flagged indices appended to `flagged` while status is 0 (out of memory makes it -1), everything
    freed; the status. */
 int run_end(Run *run, Flagged *flagged, int status);

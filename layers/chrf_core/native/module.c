@@ -16,6 +16,7 @@
 #include "mbr.h"
 
 #define POLL_POINTS (1u << 20)      /* code points counted between two looks for a pending signal */
+#define POLL_TEXTS 0xFFFFu           /* texts read between two looks for a pending signal, less one */
 #define KEEP_POSITIONS (1u << 19)   /* buffers kept between calls up to this many positions, else given back */
 
 /* Kept between calls (the GIL serialises them), so repeated requests reuse warm memory instead of allocating and
@@ -24,7 +25,10 @@ static Work shared_work;
 static int shared_work_busy = 0;
 
 /* Nonzero when a signal handler raised (Ctrl-C: KeyboardInterrupt), which then stays set. */
-static int signalled(void) { return PyErr_CheckSignals() < 0; }
+static int signalled(void *context) {
+    (void)context;
+    return PyErr_CheckSignals() < 0;
+}
 
 /* The code points of segment `index` of both sides into work->raw (hypothesis, then reference); their lengths.
    -1 with an exception set. */
@@ -124,7 +128,7 @@ static PyObject *count(PyObject *module, PyObject *args) {
         }
         if ((unpolled += lengths[0] + lengths[1] + 1) >= POLL_POINTS) {
             unpolled = 0;
-            if (signalled()) {
+            if (signalled(NULL)) {
                 failed = 1;
                 break;
             }
@@ -172,6 +176,7 @@ static int load_texts(PyObject *sides[2], Py_ssize_t counts[2], uint32_t **point
     if (*start == NULL) return PyErr_NoMemory(), -1;
     size_t total = 0;
     for (size_t t = 0; t < texts; t++) {
+        if ((t & POLL_TEXTS) == POLL_TEXTS && signalled(NULL)) return -1;
         int side = t >= (size_t)counts[0];
         Py_ssize_t index = side ? (Py_ssize_t)t - counts[0] : (Py_ssize_t)t;
         PyObject *text = PySequence_GetItem(sides[side], index);
@@ -193,6 +198,7 @@ static int load_texts(PyObject *sides[2], Py_ssize_t counts[2], uint32_t **point
     *points = malloc((total ? total : 1) * sizeof(uint32_t));
     if (*points == NULL) return PyErr_NoMemory(), -1;
     for (size_t t = 0; t < texts; t++) {
+        if ((t & POLL_TEXTS) == POLL_TEXTS && signalled(NULL)) return -1;
         int side = t >= (size_t)counts[0];
         PyObject *text = PySequence_GetItem(sides[side], side ? (Py_ssize_t)t - counts[0] : (Py_ssize_t)t);
         if (text == NULL) return -1;

@@ -59,21 +59,26 @@ static int score_rows(void *shared, int worker, size_t from, size_t to) {
 }
 
 /* The references' postings: how many references hold each row, then every reference's distinct rows in reference
-   order; first[row] .. first[row + 1] are the row's. */
-static void build_postings(const Corpus *corpus, size_t rows, size_t columns, int char_order, int orders,
-                           Scratch *s, uint32_t *first, Posting *postings) {
+   order; first[row] .. first[row + 1] are the row's. 0, or 1 when the pause said stop. */
+static int build_postings(const Corpus *corpus, size_t rows, size_t columns, int char_order, int orders,
+                          Scratch *s, uint32_t *first, Posting *postings, Pause pause, void *context) {
     const size_t all = corpus->base[orders];
+    size_t done = 0, next_pause = 0;
     memset(s->seen, 0xFF, (all + 1) * sizeof(uint32_t));
     for (size_t j = 0; j < columns; j++) {
+        if (pause_now(done, &next_pause, pause, context)) return 1;
         size_t distinct = distinct_ngrams(corpus, rows + j, char_order, orders, (uint32_t)j, s->seen, s->where,
                                           s->entries);
+        done += distinct + 1;
         for (size_t e = 0; e < distinct; e++) first[s->entries[e].reference + 1]++;
     }
     for (size_t row = 0; row < all; row++) first[row + 1] += first[row];
     memset(s->seen, 0xFF, (all + 1) * sizeof(uint32_t));
     for (size_t j = 0; j < columns; j++) {
+        if (pause_now(done, &next_pause, pause, context)) return 1;
         size_t distinct = distinct_ngrams(corpus, rows + j, char_order, orders, (uint32_t)j, s->seen, s->where,
                                           s->entries);
+        done += distinct + 1;
         for (size_t e = 0; e < distinct; e++) {
             Posting *posting = &postings[first[s->entries[e].reference]++];
             posting->reference = (uint32_t)j;
@@ -82,6 +87,7 @@ static void build_postings(const Corpus *corpus, size_t rows, size_t columns, in
     }
     for (size_t row = all; row > 0; row--) first[row] = first[row - 1]; /* back to each row's start */
     first[0] = 0;
+    return 0;
 }
 
 int pairwise_scores(const Texts *texts, const Scoring *scoring, int threads, double *scores, Flagged *flagged,
@@ -91,8 +97,9 @@ int pairwise_scores(const Texts *texts, const Scoring *scoring, int threads, dou
     Run run;
     uint32_t *first = NULL;
     Posting *postings = NULL;
-    int status = -1;
-    if (run_begin(&run, texts, scoring, threads, columns * (size_t)orders + 1) < 0) goto done;
+    int status = run_begin(&run, texts, scoring, threads, columns * (size_t)orders + 1, pause, context);
+    if (status != 0) goto done;
+    status = -1;
     const size_t all = run.corpus.base[orders];
     size_t reference_ngrams = 0;
     for (size_t j = 0; j < columns; j++)
@@ -100,7 +107,9 @@ int pairwise_scores(const Texts *texts, const Scoring *scoring, int threads, dou
     first = calloc(all + 2, sizeof(uint32_t));
     postings = malloc((reference_ngrams + 1) * sizeof(Posting));
     if (!first || !postings) goto done;
-    build_postings(&run.corpus, rows, columns, scoring->char_order, orders, &run.scratch[0], first, postings);
+    if ((status = build_postings(&run.corpus, rows, columns, scoring->char_order, orders, &run.scratch[0], first,
+                                 postings, pause, context)) != 0)
+        goto done;
     memset(run.scratch[0].seen, 0xFF, (all + 1) * sizeof(uint32_t));
     Pairwise shared = {scoring, rows, columns, orders, first, postings, scores, &run};
     size_t chunk = PAIRS_PER_PAUSE / (columns + 1) + 1, balanced = rows / (4 * (size_t)run.threads) + 1;

@@ -191,7 +191,9 @@ void work_release(Work *work) {
     free(work->histogram[0]);
     free(work->histogram[1]);
     free(work->ranks);
-    int (*interrupted)(void) = work->interrupted;
+    Pause interrupted = work->interrupted;
+    void *interrupted_context = work->interrupted_context;
     memset(work, 0, sizeof *work);
     work->interrupted = interrupted;
+    work->interrupted_context = interrupted_context;
 }
