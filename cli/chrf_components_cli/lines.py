@@ -158,9 +158,12 @@ def aligned_chunks(files: list[LineFile]) -> Iterator[list[list[str]]]:
 def _mismatch(files: list[LineFile]) -> str:
     shortest = min(file.lines for file in files)
     counted = {id(file): file.count_rest() for file in files}
-    counts = ", ".join(f"{file.label} has {plural(file.lines, 'line')}" if counted[id(file)] or file.lines == shortest
-                       else f"{file.label} has at least {plural(file.lines, 'line')}" for file in files)
-    hints = [f"the last {plural(file.trailing_blank, 'line')} of {file.label} "
+    labels = [file.label for file in files]
+    named = {id(file): f"{file.label} {file.name}" if labels.count(file.label) > 1 else file.label for file in files}
+    counts = ", ".join(f"{named[id(file)]} has {plural(file.lines, 'line')}" if counted[id(file)]
+                       or file.lines == shortest else f"{named[id(file)]} has at least {plural(file.lines, 'line')}"
+                       for file in files)
+    hints = [f"the last {plural(file.trailing_blank, 'line')} of {named[id(file)]} "
              f"{'is' if file.trailing_blank == 1 else 'are'} blank"
              for file in files if counted[id(file)] and file.lines > shortest
              and file.lines - shortest <= file.trailing_blank]

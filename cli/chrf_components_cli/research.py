@@ -78,7 +78,7 @@ def command_segments(args: argparse.Namespace) -> int:
 def command_compare(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from . import compare, pages, text
+    from . import compare, corpus, pages, text
 
     settings = settings_from(args)
     if args.html == "-" and args.json:
@@ -93,13 +93,19 @@ def command_compare(args: argparse.Namespace) -> int:
     files = open_inputs(*[(name, "SYSTEM" if index else "BASELINE") for index, name in enumerate(names)],
                         (args.ref_file, "REF"))
     parts: list[compare.Blocks] = [[] for _ in names]
+    progress = corpus.progress_printer(files)
     try:
+        segments = 0
         for chunk in aligned_chunks(files):
             references = chunk[-1]
             for index, hypotheses in enumerate(chunk[:-1]):
                 counts = segment_counts(hypotheses, references, settings)
                 parts[index].append(counts.reshape(len(counts), -1).astype(np.int32))
+            segments += len(references)
+            if progress:
+                progress(segments)
     finally:
+        corpus.finish_progress(progress)
         for file in files:
             file.close()
     reports, systems = compare.compare(settings, names, parts, args.bootstrap, args.randomization, args.seed)

@@ -460,3 +460,29 @@ def test_segment_score_texts_round_a_tie_at_the_millionth_to_even_exactly(averag
         exact = chrf_core.report.score_text(chrf_core.report.exact_score(settings_, [row]))
         assert score_texts(settings_, np.array([[row]], dtype=np.int64)) == [exact]
         assert exact.endswith(("78", "80", "00"))  # half to even
+
+
+def test_compare_shows_progress_on_a_terminal_and_nothing_in_a_pipe(capsys, tmp_path, monkeypatch):
+    import io
+
+    files, _ = systems(tmp_path, 300)
+    arguments = ("compare", files["ref"], files["base"], files["worse"], "--bootstrap", "10")
+    code, _, err = run(capsys, *arguments)
+    assert code == 0 and err == ""
+    terminal = io.StringIO()
+    terminal.isatty = lambda: True
+    monkeypatch.setattr(sys, "stderr", terminal)
+    assert main([str(argument) for argument in arguments]) == 0
+    shown = terminal.getvalue()
+    assert "\rscored 300 segments (100%)" in shown and shown.endswith("\r\x1b[K")
+
+
+def test_compare_says_which_system_file_is_short(capsys, tmp_path):
+    files, _ = systems(tmp_path, 30)
+    short = tmp_path / "short-system.txt"
+    short.write_text("".join(files["worse"].read_text(encoding="utf-8").splitlines(keepends=True)[:29]),
+                     encoding="utf-8")
+    code, _, err = run(capsys, "compare", files["ref"], files["base"], files["worse"], short)
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert f"SYSTEM {short} has 29 lines" in err and f"SYSTEM {files['worse']} has 30 lines" in err
+    assert "BASELINE has 30 lines" in err
