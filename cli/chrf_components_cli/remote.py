@@ -1,7 +1,10 @@
 """Calling a deployed stack: the API (SigV4-signed), the function (direct invoke), the corpus pipeline.
 
 Credentials and region come from the standard AWS chain (environment, ~/.aws, SSO, instance roles), through
-boto3/botocore. Nothing here runs unless the user asks for a deployed stack.
+boto3/botocore. Nothing here runs unless the user asks for a deployed stack. An endpoint on this machine (`serve`:
+``--url http://127.0.0.1:...``, or ``AWS_ENDPOINT_URL_LAMBDA``) needs no AWS account: where the chain has no
+credentials or region, placeholders stand in, as for SAM CLI's local commands (`serve --iam` checks signatures
+against your real credentials, so with it you need them).
 """
 
 from __future__ import annotations
@@ -28,6 +31,8 @@ from .lines import InputError, LineFile, aligned_chunks, plural
 TIMEOUT = 60
 CONNECT_TIMEOUT, READ_TIMEOUT, ATTEMPTS = 10, 60, 3  # AWS calls: seconds to connect, seconds per answer, tries
 POLL_SECONDS = 2.0
+LOCAL_REGION = "us-east-1"  # what `serve` answers in when nothing says otherwise
+LOCAL_CREDENTIALS = {"aws_access_key_id": "local", "aws_secret_access_key": "local"}  # placeholders for loopback
 OUTPUT_KEYS = ("CorpusBucketName", "CorpusPipelineArn")
 
 
@@ -41,13 +46,35 @@ def _session() -> Any:
     return boto3.session.Session()
 
 
-def _client(session: Any, service: str) -> Any:
+def _client(session: Any, service: str, region: str | None = None) -> Any:
     """A client that gives up on an endpoint that does not answer: CONNECT_TIMEOUT to connect, READ_TIMEOUT for each
     answer, ATTEMPTS tries in all."""
     from botocore.config import Config
 
-    return session.client(service, config=Config(connect_timeout=CONNECT_TIMEOUT, read_timeout=READ_TIMEOUT,
-                                                 retries={"mode": "standard", "max_attempts": ATTEMPTS}))
+    return session.client(service, region_name=region, config=Config(
+        connect_timeout=CONNECT_TIMEOUT, read_timeout=READ_TIMEOUT,
+        retries={"mode": "standard", "max_attempts": ATTEMPTS}))
+
+
+def _local_session(session: Any) -> Any:
+    """The session, with placeholders for what it lacks (credentials, region): for an endpoint on this machine."""
+    import boto3
+
+    if session.get_credentials() is not None and session.region_name:
+        return session
+    credentials = {} if session.get_credentials() is not None else LOCAL_CREDENTIALS
+    return boto3.session.Session(**credentials, region_name=session.region_name or LOCAL_REGION,
+                                 profile_name=None if credentials else session.profile_name)
+
+
+def _lambda_client() -> Any:
+    """A Lambda client for the configured endpoint (AWS_ENDPOINT_URL_LAMBDA, AWS_ENDPOINT_URL or the profile's
+    endpoint_url, else AWS's); for one on this machine, placeholders where credentials or region are missing."""
+    session = _session()
+    probe = _client(session, "lambda", session.region_name or LOCAL_REGION)  # made without credentials
+    if is_loopback(urlsplit(probe.meta.endpoint_url).hostname or ""):
+        return _client(_local_session(session), "lambda")
+    return _client(session, "lambda")
 
 
 def _aws_problem(error: Exception) -> RemoteError:
@@ -80,6 +107,8 @@ def post_signed(url: str, body: bytes) -> tuple[int, str]:
     if parts.scheme == "http" and not is_loopback(parts.hostname):
         raise RemoteError(f"--url {url}: plain http is allowed only for loopback addresses (local serve); use https")
     session = _session()
+    if is_loopback(parts.hostname):
+        session = _local_session(session)
     credentials = session.get_credentials()
     if credentials is None:
         raise RemoteError("no AWS credentials found (environment, ~/.aws, SSO or an instance role)")
@@ -104,7 +133,7 @@ def post_signed(url: str, body: bytes) -> tuple[int, str]:
 def invoke_function(name: str, body: bytes) -> tuple[dict[str, Any], bool]:
     """Invoke the function directly with ``body`` as the payload: its output, and whether it raised."""
     try:
-        client = _client(_session(), "lambda")
+        client = _lambda_client()
         response = client.invoke(FunctionName=name, Payload=body)
         payload = json.loads(response["Payload"].read() or b"null")
     except Exception as error:
