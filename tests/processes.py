@@ -81,3 +81,21 @@ def serving_process(log_path, *arguments, cwd=ROOT):
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
         log.close()
+
+
+def ctrl_c_after(script, seconds, pythonpath):
+    """Run ``script`` in a fresh interpreter (Python's own SIGINT handler restored: a process started in the
+    background may inherit SIGINT ignored), SIGINT it ``seconds`` after it prints "started": (its output, its
+    error output, its exit code, the seconds from the signal to its end)."""
+    prelude = "import signal; signal.signal(signal.SIGINT, signal.default_int_handler)\n"
+    process = subprocess.Popen([sys.executable, "-c", prelude + script], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, env={"PYTHONPATH": pythonpath})
+    try:
+        assert process.stdout.readline() == "started\n", process.stderr.read()
+        time.sleep(seconds)
+        process.send_signal(signal.SIGINT)
+        interrupted = time.monotonic()
+        out, err = process.communicate(timeout=120)
+        return out, err, process.returncode, time.monotonic() - interrupted
+    finally:
+        process.kill()

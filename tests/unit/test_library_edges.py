@@ -2,15 +2,14 @@
 belongs, matrices too large for memory, texts past the kernels' one length limit, memory per code point, Ctrl-C
 during a long count."""
 
-import signal
 import subprocess
 import sys
 import textwrap
-import time
 
 import chrf_core
 import pytest
 from chrf_core import MAX_TEXT_LENGTH, InvalidInputError, counting
+from processes import ctrl_c_after
 from support import ROOT, native_kernel_or_skip
 from test_kernels import kernels
 
@@ -115,7 +114,6 @@ def test_native_counting_holds_under_64_bytes_per_code_point():
 
 def test_ctrl_c_stops_a_long_native_count_within_a_second():
     script = """
-        import signal; signal.signal(signal.SIGINT, signal.default_int_handler)
         import random, chrf_core
         assert chrf_core.KERNEL == "native"
         random.seed(3)
@@ -125,20 +123,8 @@ def test_ctrl_c_stops_a_long_native_count_within_a_second():
         chrf_core.CHRF(char_order=10, word_order=4).corpus_counts([text], [other])
         print("finished", flush=True)
         """
-    process = subprocess.Popen([sys.executable, "-c", textwrap.dedent(script)], stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True, env={"PYTHONPATH": ":".join(PATHS)})
-    try:
-        assert process.stdout.readline() == "started\n", process.stderr.read()
-        started = time.monotonic()
-        time.sleep(1.0)
-        process.send_signal(signal.SIGINT)
-        interrupted = time.monotonic()
-        out, err = process.communicate(timeout=120)
-        stopped_after = time.monotonic() - interrupted
-        finished_by = time.monotonic() - started
-    finally:
-        process.kill()
-    assert "finished" not in out and err.rstrip().endswith("KeyboardInterrupt"), (out, err[-500:], finished_by)
+    out, err, _, stopped_after = ctrl_c_after(textwrap.dedent(script), 1.0, ":".join(PATHS))
+    assert "finished" not in out and err.rstrip().endswith("KeyboardInterrupt"), (out, err[-500:])
     assert stopped_after < 1, stopped_after
 
 
@@ -153,7 +139,6 @@ MBR_CALLS = {  # each takes several seconds, most of them building the shared n-
 def test_ctrl_c_stops_pairwise_and_aggregate_within_a_second_while_they_build_their_tables(call):
     native_kernel_or_skip()
     script = f"""
-        import signal; signal.signal(signal.SIGINT, signal.default_int_handler)
         import random, chrf_core
         random.seed(5)
         letters = bytes.maketrans(bytes(range(256)), (b"abcdefghijklmnopqrstuvwxyz     " * 9)[:256])
@@ -163,17 +148,7 @@ def test_ctrl_c_stops_pairwise_and_aggregate_within_a_second_while_they_build_th
         {call}
         print("finished", flush=True)
         """
-    process = subprocess.Popen([sys.executable, "-c", textwrap.dedent(script)], stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True, env={"PYTHONPATH": ":".join(PATHS)})
-    try:
-        assert process.stdout.readline() == "started\n", process.stderr.read()
-        time.sleep(1.0)
-        process.send_signal(signal.SIGINT)
-        interrupted = time.monotonic()
-        out, err = process.communicate(timeout=120)
-        stopped_after = time.monotonic() - interrupted
-    finally:
-        process.kill()
+    out, err, _, stopped_after = ctrl_c_after(textwrap.dedent(script), 1.0, ":".join(PATHS))
     assert "finished" not in out and err.rstrip().endswith("KeyboardInterrupt"), (out, err[-500:])
     assert stopped_after < 1, stopped_after
 

@@ -191,32 +191,16 @@ def test_the_readme_python_example_runs_and_picks_the_candidate_the_others_agree
 
 
 def test_ctrl_c_stops_a_large_native_pairwise_matrix_within_a_row(tmp_path):
-    import signal
-    import subprocess
-    import sys
-    import time
-
+    from processes import ctrl_c_after
     from support import ROOT
 
     native_kernel_or_skip()
-    # A process started in the background may inherit SIGINT ignored: the child restores Python's own handler.
-    script = ("import signal; signal.signal(signal.SIGINT, signal.default_int_handler)\n"
-              "import sys; sys.path.insert(0, sys.argv[1]); import chrf_core; from payloads import real_pairs\n"
+    script = ("import sys; sys.path.insert(0, sys.argv[1]); import chrf_core; from payloads import real_pairs\n"
               "texts = [f'{text} {k}' for k in range(100) for pair in real_pairs() for text in pair]\n"
               "print('started', flush=True); chrf_core.pairwise(texts, texts); print('finished', flush=True)\n")
-    process = subprocess.Popen([sys.executable, "-c", script, str(ROOT / "layers" / "chrf_core")],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               env={"PYTHONPATH": str(ROOT / "tests")})
-    try:
-        assert process.stdout.readline() == "started\n"
-        time.sleep(0.5)
-        process.send_signal(signal.SIGINT)
-        interrupted = time.monotonic()
-        out, err = process.communicate(timeout=120)
-        stopped_after = time.monotonic() - interrupted
-    finally:
-        process.kill()
-    assert process.returncode != 0 and "finished" not in out and err.rstrip().endswith("KeyboardInterrupt")
+    script = script.replace("sys.argv[1]", repr(str(ROOT / "layers" / "chrf_core")))
+    out, err, code, stopped_after = ctrl_c_after(script, 0.5, str(ROOT / "tests"))
+    assert code != 0 and "finished" not in out and err.rstrip().endswith("KeyboardInterrupt")
     assert stopped_after < 3  # the whole 8,000 x 8,000 matrix takes about 20 s here
 
 
