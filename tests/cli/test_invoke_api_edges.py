@@ -420,7 +420,7 @@ def test_environments_killed_while_they_load_are_replaced_and_every_invocation_r
     """Each environment is SIGKILLed while it loads, six in all, while eight invocations wait: an invocation
     runs in a fresh environment (or, past its tries, is Runtime.ExitError), never 'could not be loaded'."""
     marks = tmp_path / "marks"
-    server = make_server("127.0.0.1", 0, loading_function(tmp_path, 30, 0, 0.4), workers=2)
+    server = make_server("127.0.0.1", 0, loading_function(tmp_path, 30, 0, 1.0), workers=2)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     warm = set(map(int, (marks / "loading").read_text().split()))  # `serve` starts the API function's at once
     killed, stop = set(), threading.Event()
