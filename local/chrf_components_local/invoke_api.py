@@ -22,6 +22,7 @@ import json
 import re
 from urllib.parse import parse_qs
 
+from .http_api import JSON_HEADERS
 from .runtime import TAIL_BYTES, Functions
 
 Answer = tuple[int, list[tuple[str, str]], bytes]
@@ -41,7 +42,6 @@ NAME_PARTS = re.compile(r"(?:arn:aws[a-zA-Z-]*:lambda:)?(?P<region>(?:eusc-)?[a-
                         r"(?::(?P<qualifier>\$LATEST(?:\.PUBLISHED)?|[a-zA-Z0-9_-]+))?")
 QUALIFIER_PATTERN = r"(|[a-zA-Z0-9$_-]+)"
 ENUMS = {"invocationType": ("Event", "RequestResponse", "DryRun"), "logType": ("None", "Tail")}
-JSON_HEADERS = [("Content-Type", "application/json")]
 
 
 def lambda_error(status: int, error_type: str, message: str, **extra: str) -> Answer:

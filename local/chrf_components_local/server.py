@@ -39,7 +39,6 @@ from .runtime import Functions
 CONNECTION_TIMEOUT = 30  # seconds a connection may stay idle before the server closes it
 CONNECTION_LIMIT = 1000  # connections open at once; more wait in the listen backlog
 BACKLOG = 1024  # connections the kernel queues before the server accepts them
-JSON_HEADERS = [("Content-Type", "application/json")]
 CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\\]")
 
 StartResponse = Callable[[str, list[tuple[str, str]]], Any]

@@ -252,11 +252,6 @@ def _integer(key: str, value: Any, low: int, high: int) -> int:
     return value
 
 
-def _segments(name: str, texts: Iterable[str]) -> list[str]:
-    not_one_text(name, texts)
-    return list(texts)
-
-
 def _streams(hypotheses: Iterable[str],
              references: Iterable[str] | Sequence[Iterable[str]]) -> tuple[Iterable[str], Iterable[str]]:
     """The hypotheses and the one reference stream (``references`` as sacreBLEU takes it: a list of streams, of

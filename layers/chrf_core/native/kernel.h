@@ -1,10 +1,13 @@
 /*
  * chrf_core._kernel: the per-order n-gram counts of chrF / chrF++ in C, and the pairwise scores of MBR decoding.
  *
- * C99, libc only. counting.c counts (no Python.h: texts come in as code points); pairwise.c scores every hypothesis
- * against every reference; module.c is the CPython glue (Limited API 3.11, so one _kernel.abi3.so serves every
- * Python from 3.11 on). Both count exactly what chrf_core's pure-Python kernel counts: code points, the contract's
- * whitespace removal, chrF++.py word tokens, clipped matches, sums over segments.
+ * C99, libc only. counting.c counts one segment's n-grams and tables.c holds its tables, buffers and tokenizer (no
+ * Python.h in either: texts come in as code points); for minimum Bayes risk decoding (mbr.h), corpus.c counts every
+ * text's n-grams once and runs the threads, pairwise.c scores every hypothesis against every reference, aggregate.c
+ * against the references' summed counts, and scores.c computes the scores in double-double arithmetic; module.c is
+ * the CPython glue (Limited API 3.11, so one _kernel.abi3.so serves every Python from 3.11 on). They count exactly
+ * what chrf_core's pure-Python kernel counts: code points, the contract's whitespace removal, chrF++.py word tokens,
+ * clipped matches, sums over segments.
  */
 #ifndef CHRF_KERNEL_H
 #define CHRF_KERNEL_H
