@@ -94,7 +94,7 @@ def run(*command: str, env: dict[str, str] | None = None, timeout: float = 600, 
 
 
 def docker_env(host: str) -> dict[str, str]:
-    SAM_TMP.mkdir(exist_ok=True)
+    """The environment of docker and SAM commands (SAM_TMP is made, and removed, by engine())."""
     return {**os.environ, "DOCKER_HOST": host, "DOCKER_BUILDKIT": "0", "SAM_CLI_TELEMETRY": "0",
             "TMPDIR": str(SAM_TMP), "PATH": TOOL_PATH}
 
@@ -210,6 +210,7 @@ def engine() -> Iterator[str]:
         raise Unavailable("no docker client (Debian: apt-get install docker.io)")
     existing = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
     if answers(existing):
+        SAM_TMP.mkdir(exist_ok=True)
         try:
             yield existing
         finally:
@@ -222,6 +223,7 @@ def engine() -> Iterator[str]:
         raise Unavailable("no container engine running, and starting dockerd needs root")
     missing_before = [top for top in ENGINE_FOLDERS if not top.exists()]
     runtime = Path(tempfile.mkdtemp(prefix="chrf-dockerd-"))  # short: the socket's path has a length limit
+    SAM_TMP.mkdir(exist_ok=True)
     data = CACHE / "docker"
     data.mkdir(parents=True, exist_ok=True)
     # The images stay cached; the networks an earlier dockerd stored would be restored with their bridges (docker0).
