@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
 from .runtime import Functions
-from .template import parameter_value
+from .template import ACCOUNT, parameter_value
 
 Answer = tuple[int, list[tuple[str, str]], bytes]
 JSON_HEADERS = [("Content-Type", "application/json")]
@@ -83,7 +83,7 @@ def http_api_event(method: str, target: str, headers: dict[str, str], body: byte
         "rawQueryString": query,
         "headers": headers,
         "requestContext": {
-            "accountId": "123456789012",
+            "accountId": ACCOUNT,
             "apiId": "local",
             "domainName": headers.get("host", "127.0.0.1"),
             "domainPrefix": "local",

@@ -24,11 +24,11 @@ from urllib.parse import parse_qs
 
 from .http_api import JSON_HEADERS
 from .runtime import TAIL_BYTES, Functions
+from .template import ACCOUNT
 
 Answer = tuple[int, list[tuple[str, str]], bytes]
 
 INVOKE_PATH = re.compile(r"/2015-03-31/functions/([^/]+)/invocations")
-ACCOUNT = "123456789012"  # the account local functions belong to
 REQUEST_LIMIT = 6 * 1024 * 1024  # payload bytes of a synchronous invocation
 EVENT_LIMIT = 1024 * 1024  # payload bytes of an asynchronous invocation
 NAME_LIMIT = 170

@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 DEFAULT_FUNCTION = "ChrfComponentsFunction"
 TEMPLATE_NAME = "template.yaml"
 API_GATEWAY_PAYLOAD_LIMIT = 10 * 1024 * 1024  # bytes of request body API Gateway accepts
+ACCOUNT = "123456789012"  # the account local functions belong to (every ARN the emulator writes)
 
 
 class TemplateError(Exception):
@@ -140,7 +141,7 @@ class LambdaContext:
         self.function_name = function_name
         self.function_version = "$LATEST"
         self.memory_limit_in_mb = memory_mb
-        self.invoked_function_arn = f"arn:aws:lambda:us-east-1:123456789012:function:{function_name}"
+        self.invoked_function_arn = f"arn:aws:lambda:us-east-1:{ACCOUNT}:function:{function_name}"
         self.aws_request_id = request_id or str(uuid.uuid4())
         self.log_group_name = f"/aws/lambda/{function_name}"
         self.log_stream_name = "local"
