@@ -60,11 +60,12 @@ def _local_session(session: Any) -> Any:
     """The session, with placeholders for what it lacks (credentials, region): for an endpoint on this machine."""
     import boto3
 
-    if session.get_credentials() is not None and session.region_name:
+    has_credentials = session.get_credentials() is not None
+    if has_credentials and session.region_name:
         return session
-    credentials = {} if session.get_credentials() is not None else LOCAL_CREDENTIALS
-    return boto3.session.Session(**credentials, region_name=session.region_name or LOCAL_REGION,
-                                 profile_name=None if credentials else session.profile_name)
+    placeholders = {} if has_credentials else LOCAL_CREDENTIALS
+    return boto3.session.Session(**placeholders, region_name=session.region_name or LOCAL_REGION,
+                                 profile_name=session.profile_name if has_credentials else None)
 
 
 def _lambda_client() -> Any:
