@@ -58,14 +58,14 @@ def best_of(functions: dict[str, object], rounds: int, number: int) -> dict[str,
 
 
 def with_kernel(kernel: str, function):  # type: ignore[no-untyped-def]
-    from chrf_core import counting
+    from chrf_core import kernel as kernels
 
     def call():  # type: ignore[no-untyped-def]
-        previous, counting.KERNEL = counting.KERNEL, kernel
+        previous, kernels.KERNEL = kernels.KERNEL, kernel
         try:
             return function()
         finally:
-            counting.KERNEL = previous
+            kernels.KERNEL = previous
 
     return call
 
@@ -84,7 +84,7 @@ def quiet_handler():  # type: ignore[no-untyped-def]
 
 
 def handler_table(invoke, rounds: int) -> None:  # type: ignore[no-untyped-def]
-    kernels = sorted(chrf_core.counting.KERNELS, reverse=True)  # python, then native if built
+    kernels = sorted(chrf_core.kernel.KERNELS, reverse=True)  # python, then native if built
     print("1. The handler (direct invoke) against sacreBLEU corpus_score, near-limit requests\n")
     header = f"{'data':<14}{'config':<9}{'sacreBLEU':>11}" + "".join(f"{k:>11}{'speed-up':>10}" for k in kernels)
     print(header + "\n" + "-" * len(header))
@@ -105,7 +105,7 @@ def handler_table(invoke, rounds: int) -> None:  # type: ignore[no-untyped-def]
 
 
 def worst_case_table(invoke, rounds: int) -> None:  # type: ignore[no-untyped-def]
-    kernels = sorted(chrf_core.counting.KERNELS, reverse=True)
+    kernels = sorted(chrf_core.kernel.KERNELS, reverse=True)
     print("\n2. The most expensive valid requests, against a typical real-MT request at the same settings\n")
     header = f"{'request':<66}" + "".join(f"{k:>11}{'vs typ.':>9}" for k in kernels)
     print(header + "\n" + "-" * len(header))
@@ -340,11 +340,11 @@ def main() -> None:
     args = parser.parse_args()
     tables = {int(number) for number in args.tables.split(",")}
     rounds = 3 if args.quick else 9
-    kernels = ", ".join(sorted(chrf_core.counting.KERNELS))
+    kernels = ", ".join(sorted(chrf_core.kernel.KERNELS))
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores; kernels: {kernels};"
           f" best of {rounds} interleaved rounds\n")
-    if "native" not in chrf_core.counting.KERNELS:
-        print(f"(native kernel not loaded: {chrf_core.counting.KERNEL_ERROR}; run make setup)\n")
+    if "native" not in chrf_core.kernel.KERNELS:
+        print(f"(native kernel not loaded: {chrf_core.kernel.KERNEL_ERROR}; run make setup)\n")
     invoke = quiet_handler()
     sizes = [10_000, 100_000] if args.quick else [100_000, 1_000_000]
     tables_in_order = [

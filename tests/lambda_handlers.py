@@ -3,10 +3,10 @@
 folders and handlers those are is pinned against template.yaml by tests/template/test_template.py."""
 
 import importlib
-import time
-import uuid
 
 from support import ROOT
+
+from chrf_components_local.template import LambdaContext, invoke  # the emulator's: one context, one error payload
 
 LAYER = ROOT / "layers" / "chrf_core"
 CODE = ROOT / "functions" / "chrf_components"
@@ -22,26 +22,4 @@ def load(name="ChrfComponentsFunction"):
     return getattr(module, attribute)
 
 
-class LambdaContext:
-    """The attributes of Lambda's context object that Powertools and the handlers read."""
-
-    def __init__(self, function_name="chrf-components-test", memory_mb=1024, timeout_s=10):
-        self.function_name = function_name
-        self.function_version = "$LATEST"
-        self.memory_limit_in_mb = memory_mb
-        self.invoked_function_arn = f"arn:aws:lambda:us-east-1:123456789012:function:{function_name}"
-        self.aws_request_id = str(uuid.uuid4())
-        self.log_group_name = f"/aws/lambda/{function_name}"
-        self.log_stream_name = "test"
-        self._deadline = time.monotonic() + timeout_s
-
-    def get_remaining_time_in_millis(self):
-        return max(0, int((self._deadline - time.monotonic()) * 1000))
-
-
-def invoke(handler, event, context=None):
-    """Call the handler; an exception becomes Lambda's error payload ({"errorType", "errorMessage"})."""
-    try:
-        return handler(event, context or LambdaContext())
-    except Exception as error:
-        return {"errorType": type(error).__name__, "errorMessage": str(error)}
+__all__ = ["CODE", "HANDLERS", "LAYER", "LambdaContext", "invoke", "load"]

@@ -70,5 +70,5 @@ def native_kernel_or_skip():
 
     if os.environ.get("CHRF_CORE_NATIVE") == "0":
         pytest.skip("not in this run: the native kernel is switched off (CHRF_CORE_NATIVE=0)")
-    if "native" not in chrf_core.counting.KERNELS:
-        pytest.skip(f"the native kernel is not built: {chrf_core.counting.KERNEL_ERROR}")
+    if "native" not in chrf_core.kernel.KERNELS:
+        pytest.skip(f"the native kernel is not built: {chrf_core.kernel.KERNEL_ERROR}")

@@ -31,11 +31,11 @@ def request(name: str, settings: tuple[int, int]) -> dict:
 
 def run_one(kernel: str, name: str, settings: tuple[int, int], repeats: int) -> None:
     import benchmark
-    from chrf_core import counting
+    from chrf_core import kernel as kernels
 
     invoke = benchmark.quiet_handler()
     body = request(name, settings)
-    counting.KERNEL = kernel
+    kernels.KERNEL = kernel
     for _ in range(repeats):
         assert "error" not in invoke(body)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from pathlib import Path
 from typing import NoReturn
@@ -34,13 +35,15 @@ class Parser(argparse.ArgumentParser):
 
 
 def settings_from(args: argparse.Namespace) -> chrf_core.CHRF:
-    """The scoring settings from the flags; a broken rule names the flag the user typed."""
+    """The scoring settings from the flags; a broken rule names the flags the user typed where it names settings."""
     try:
         return chrf_core.CHRF.of(vars(args))
     except chrf_core.InvalidInputError as error:
-        if error.field == "word_order" and "both be 0" in error.detail:
-            raise CommandError("--char-order and --word-order cannot both be 0") from None
-        raise CommandError(f"{FLAGS.get(error.field or '', error.field)}: {error.detail}") from None
+        detail = error.detail
+        for key, flag in FLAGS.items():
+            detail = re.sub(rf"\b{key}\b", flag, detail)
+        flag = FLAGS.get(error.field or "", error.field)
+        raise CommandError(detail if flag in detail else f"{flag}: {detail}") from None
 
 
 def write_output(target: str, text: str) -> None:

@@ -19,8 +19,6 @@ from typing import TypedDict
 
 import chrf_core
 import numpy as np
-from chrf_core.counting import Counts
-from chrf_core.report import float_scores, report_of, score_text
 
 DEFAULT_SEED = 12345
 
@@ -42,7 +40,7 @@ Blocks = list[np.ndarray]  # a system's per-segment counts: int32 blocks of rows
 
 def corpus_scores(settings: chrf_core.CHRF, stats: np.ndarray) -> np.ndarray:
     """Scores (0..100) of many summed count vectors at once: ``stats`` has shape (samples, 3 * orders)."""
-    return float_scores(settings, stats.reshape(len(stats), -1, 3))
+    return settings.float_scores(stats.reshape(len(stats), -1, 3))
 
 
 def weighted_totals(weights: np.ndarray, blocks: Blocks) -> np.ndarray:
@@ -135,14 +133,14 @@ def compare(settings: chrf_core.CHRF, names: list[str], rows: list[Blocks], boot
             randomization: int, seed: int) -> tuple[list[chrf_core.Report], list[SystemResult]]:
     """Reports (exact corpus scores) and results (score, interval, delta, p-value) of each system, the baseline
     first. ``rows`` are per-segment count rows, (segments, 3 * orders) int32 blocks, one list per system."""
-    reports = [report_of(Counts.of_array(settings, sum(block.shape[0] for block in blocks), totals(blocks)))
-               for blocks in rows]
+    reports = [settings.report(chrf_core.Counts.of_array(settings, sum(block.shape[0] for block in blocks),
+                                                         totals(blocks))) for blocks in rows]
     exact = [report.score for report in reports]
     resampled = bootstrap_scores(settings, rows, bootstrap, seed)
     results: list[SystemResult] = []
     for index, (name, report) in enumerate(zip(names, reports)):
         low, high = interval(resampled[index])
-        result: SystemResult = {"name": name, "score": float(score_text(report.exact)),
+        result: SystemResult = {"name": name, "score": float(chrf_core.score_text(report.exact)),
                                 "ci": [round(low, 6), round(high, 6)],
                                 "delta": None, "p_value": None}
         if index:

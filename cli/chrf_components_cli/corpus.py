@@ -16,8 +16,6 @@ from operator import eq, gt, or_
 from typing import TextIO
 
 import chrf_core
-from chrf_core.counting import Counts, count_segments, merge_counts, segment_counts
-from chrf_core.report import exact_score
 
 from .lines import LineFile, aligned_chunks, progress_size
 
@@ -47,7 +45,7 @@ class Segment:
 
 @dataclass
 class CorpusResult:
-    counts: Counts
+    counts: chrf_core.Counts
     facts: Facts
     histogram: list[int] | None = None
     worst: list[Segment] = field(default_factory=list)
@@ -82,7 +80,7 @@ def score_files(
 ) -> CorpusResult:
     """Corpus counts of two line-aligned files; with ``per_segment``, a histogram of segment scores and the
     ``worst`` lowest-scoring segments too."""
-    parts: list[Counts] = []
+    parts: list[chrf_core.Counts] = []
     facts = Facts()
     histogram = [0] * HISTOGRAM_BINS
     lowest = WorstSegments(worst)
@@ -90,19 +88,19 @@ def score_files(
         first = facts.segments + 1
         _observe(facts, hypotheses, references, settings.word_order > 0)
         if per_segment:
-            counts = segment_counts(hypotheses, references, settings)
-            parts.append(Counts.of_array(settings, len(hypotheses), counts.sum(axis=0)))
+            counts = settings.segment_counts(hypotheses, references)
+            parts.append(chrf_core.Counts.of_array(settings, len(hypotheses), counts.sum(axis=0)))
             for index, orders in enumerate(counts.tolist()):
-                score = exact_score(settings, orders)
+                score = settings.exact_score(orders)
                 histogram[min(HISTOGRAM_BINS - 1, int(score * HISTOGRAM_BINS / 100))] += 1
                 lowest.offer(score, first + index, hypotheses[index], references[index])
         else:
-            parts.append(count_segments(hypotheses, references, settings))
+            parts.append(settings.corpus_counts(hypotheses, references))
         if progress:
             progress(facts.segments)
         if len(parts) > 1:
-            parts = [merge_counts(parts)]
-    return CorpusResult(merge_counts(parts), facts, histogram if per_segment else None, lowest.lowest_first())
+            parts = [chrf_core.Counts.merge(parts)]
+    return CorpusResult(chrf_core.Counts.merge(parts), facts, histogram if per_segment else None, lowest.lowest_first())
 
 
 def _observe(facts: Facts, hypotheses: list[str], references: list[str], words: bool) -> None:

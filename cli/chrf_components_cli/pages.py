@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import chrf_core
-from chrf_core.report import fraction_text, score_text
 
 from .lines import plural
 from .text import diagnosis, marked_tokens, value
@@ -196,7 +195,7 @@ def _decimal(fraction: Any) -> str:
 
 
 def _exact(fraction: Any) -> str:
-    return "–" if fraction is None else fraction_text(fraction)
+    return "–" if fraction is None else chrf_core.fraction_text(fraction)
 
 
 def _order_table(report: chrf_core.Report) -> str:
@@ -222,7 +221,7 @@ def _worst_section(worst: Sequence[Any], lowercase: bool) -> str:
         marked_h, marked_r = marked_tokens(segment.hypothesis, segment.reference, lowercase)
         items.append(
             f'<div class="segment"><p><span class="label">line {segment.line}</span>'
-            f"score {score_text(segment.score)}</p>"
+            f"score {chrf_core.score_text(segment.score)}</p>"
             f'<p><span class="label">hypothesis</span>{marked_html(marked_h) or "<em>(empty)</em>"}</p>'
             f'<p><span class="label">reference</span>{marked_html(marked_r) or "<em>(empty)</em>"}</p></div>'
         )
@@ -235,14 +234,14 @@ def score_page(report: chrf_core.Report, hypothesis_name: str, reference_name: s
     """A self-contained report for one system: the score, both files, the per-order chart and table, the
     distribution of segment scores, the worst segments, and the diagnosis."""
     notes = "".join(f"<li>{html.escape(note)}</li>" for note in diagnosis(report, facts))
-    score = score_text(report.exact)
+    score = chrf_core.score_text(report.exact)
     body = [
         f"<h1>{html.escape(report.settings.name)} = <span id=\"score\">{score}</span></h1>",
         f'<p class="meta">hypotheses <code>{html.escape(hypothesis_name)}</code> against references '
         f"<code>{html.escape(reference_name)}</code></p>",
         f'<p class="meta">{plural(report.segment_count, "segment")}, '
         f"{plural(report.effective_order_count, 'effective order')}; exact score "
-        f"<code>{fraction_text(report.exact)}</code></p>",
+        f"<code>{chrf_core.fraction_text(report.exact)}</code></p>",
         f'<p class="meta">signature <code>{html.escape(report.settings.signature)}</code></p>',
         f"<h2>Precision, recall and F per order</h2><figure>{order_chart(report)}<figcaption>Bars run from 0 to 1; "
         "an order without n-grams on one side has no bars.</figcaption></figure>",

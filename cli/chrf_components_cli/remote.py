@@ -22,8 +22,6 @@ from urllib.parse import urlsplit
 
 import chrf_core
 from chrf_core.contract import ITEM_KEYS
-from chrf_core.report import Report
-from chrf_core.texts import utf8_size
 
 from . import text
 from .lines import InputError, LineFile, aligned_chunks, plural
@@ -165,7 +163,7 @@ def write_jsonl(files: list[LineFile], target: Any) -> int:
     for hypotheses, references in aligned_chunks(files):
         for hypothesis, reference in zip(hypotheses, references):
             segments += 1
-            size = utf8_size(hypothesis) + utf8_size(reference)
+            size = chrf_core.utf8_size(hypothesis) + chrf_core.utf8_size(reference)
             if size > chrf_core.MAX_TEXT_BYTES:
                 raise InputError(f"line {segments}: its texts take {size} UTF-8 bytes, more than the "
                                   f"{chrf_core.MAX_TEXT_BYTES} a pipeline batch allows")
@@ -250,5 +248,5 @@ def run_pipeline(stack: str, files: list[LineFile], settings: chrf_core.CHRF, as
     except Exception as error:
         raise _aws_problem(error) from None
     print(f"report: s3://{bucket}/{report_key}", file=sys.stderr)
-    print(json.dumps(report, indent=2) if as_json else text.table(Report.from_dict(report)))
+    print(json.dumps(report, indent=2) if as_json else text.table(chrf_core.CHRF.report_from_dict(report)))
     return 0

@@ -7,9 +7,6 @@ import argparse
 import json
 import sys
 
-from chrf_core.counting import segment_counts
-from chrf_core.report import json_lines, report_of, score_texts
-
 from .common import CommandError, open_inputs, same_file_key, settings_from, write_output
 from .lines import aligned_chunks
 
@@ -29,7 +26,7 @@ def command_score(args: argparse.Namespace) -> int:
         corpus.finish_progress(progress)
         for file in files:
             file.close()
-    report = report_of(result.counts)
+    report = settings.report(result.counts)
     if args.html:
         write_output(args.html, pages.score_page(report, args.hyp_file, args.ref_file, result.facts,
                                                  result.histogram, result.worst))
@@ -62,11 +59,11 @@ def command_segments(args: argparse.Namespace) -> int:
         out = sys.stdout
         line = 1
         for hypotheses, references in aligned_chunks(files):
-            counts = segment_counts(hypotheses, references, settings)
+            counts = settings.segment_counts(hypotheses, references)
             if args.json:
-                out.write(json_lines(settings, counts, line))
+                out.write(settings.json_lines(counts, line))
             else:
-                scores = score_texts(settings, counts)
+                scores = settings.score_texts(counts)
                 out.write("".join(f"{line + index}\t{score}\n" for index, score in enumerate(scores)))
             line += len(hypotheses)
     finally:
@@ -99,7 +96,7 @@ def command_compare(args: argparse.Namespace) -> int:
         for chunk in aligned_chunks(files):
             references = chunk[-1]
             for index, hypotheses in enumerate(chunk[:-1]):
-                counts = segment_counts(hypotheses, references, settings)
+                counts = settings.segment_counts(hypotheses, references)
                 parts[index].append(counts.reshape(len(counts), -1).astype(np.int32))
             segments += len(references)
             if progress:

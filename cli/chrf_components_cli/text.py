@@ -8,8 +8,6 @@ from fractions import Fraction
 from typing import Any
 
 import chrf_core
-from chrf_core.report import score_text
-from chrf_core.tokens import words
 
 from .lines import plural
 
@@ -36,7 +34,7 @@ def _number(value: float | None) -> str:
 def table(report: chrf_core.Report, facts: Any = None) -> str:
     """The report as a fixed-width table, one row per order, with an F-score bar, then the diagnosis."""
     lines = [
-        f"{report.settings.name} = {score_text(report.exact)}   "
+        f"{report.settings.name} = {chrf_core.score_text(report.exact)}   "
         f"({plural(report.segment_count, 'segment')}, {plural(report.effective_order_count, 'effective order')})",
         "",
         f"  {'order':<8}{'hyp':>9}{'ref':>9}{'match':>9}  {'P':>6}  {'R':>6}  {'F':>6}  {'F, 0 to 1':<{BAR_WIDTH}}",
@@ -176,7 +174,7 @@ Marked = list[tuple[str, bool]]
 def marked_tokens(hypothesis: str, reference: str, lowercase: bool) -> tuple[Marked, Marked]:
     """Each side's word tokens with whether they match a token on the other side (clipped, as word unigrams
     match): the unmatched ones are what a reader should look at."""
-    tokens_h, tokens_r = words(hypothesis), words(reference)
+    tokens_h, tokens_r = chrf_core.words(hypothesis), chrf_core.words(reference)
     keys_h = [token.lower() for token in tokens_h] if lowercase else tokens_h
     keys_r = [token.lower() for token in tokens_r] if lowercase else tokens_r
 
@@ -214,7 +212,7 @@ def worst_segments(worst: list[Any], segments: int, settings: chrf_core.CHRF, co
              f"signature: {settings.signature}"]
     for segment in worst:
         marked_h, marked_r = marked_tokens(segment.hypothesis, segment.reference, settings.lowercase)
-        lines += ["", f"line {segment.line}\tscore {score_text(segment.score)}",
+        lines += ["", f"line {segment.line}\tscore {chrf_core.score_text(segment.score)}",
                   f"  hypothesis: {marked_text(marked_h, colour)}", f"  reference:  {marked_text(marked_r, colour)}"]
     return "\n".join(lines)
 

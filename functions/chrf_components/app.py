@@ -2,7 +2,7 @@
 
 One handler for API Gateway (HTTP API payload v2, REST v1) and direct invocations (SDK, Step Functions). Thin on
 purpose: event -> request -> chrf_core (the layer) -> response. An event that looks like API Gateway's goes to
-the HTTP adapter (http_api, imported on the first such event, so direct invocations never load the routing);
+the HTTP adapter (http_adapter, imported on the first such event, so direct invocations never load the routing);
 anything else is a contract request, answered with the output object or an ``InvalidInputError`` that a Step
 Functions ``Catch`` can match.
 """
@@ -12,9 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 import chrf_core
+from scoring import score_request
 
-from observability import count, logger, metrics, traced, use_correlation_id
-from service import InvalidInputError, score_request
+from observability import CORRELATION_PATH, count, logger, metrics, traced, use_correlation_id
 
 
 def is_http_event(event: Any) -> bool:
@@ -31,19 +31,19 @@ def handle_direct(event: Any) -> dict[str, Any]:
     try:
         return score_request(event, source="direct")
     except chrf_core.InvalidInputError as error:
-        raise InvalidInputError.of(error) from None
+        raise error.reported() from None
 
 
 @traced
 @metrics.log_metrics
-@logger.inject_lambda_context
+@logger.inject_lambda_context(correlation_id_path=CORRELATION_PATH)
 def lambda_handler(event: Any, context: Any) -> dict[str, Any]:
     """Entry point: HTTP events get an HTTP response, direct invocations the contract output."""
     count("Requests")
     http = is_http_event(event)
-    use_correlation_id(event if http else None, context)
+    use_correlation_id(http, context)
     if http:
-        import http_api
+        import http_adapter
 
-        return http_api.handle(event, context)
+        return http_adapter.handle(event, context)
     return handle_direct(event)

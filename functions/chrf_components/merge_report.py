@@ -23,7 +23,6 @@ from typing import Any, NamedTuple
 import chrf_core
 
 from observability import count, logger, metrics, traced, use_correlation_id
-from service import InvalidInputError
 
 
 class InconsistentResultsError(Exception):
@@ -34,14 +33,14 @@ class BatchResult(NamedTuple):
     source: str  # where it was read, for messages
     first_line: int
     last_line: int
-    counts: chrf_core.counting.Counts
+    counts: chrf_core.Counts
 
 
 def execution_settings(event: dict[str, Any]) -> chrf_core.CHRF:
     try:
         return chrf_core.CHRF.of_settings(event.get("settings", {}))
     except chrf_core.InvalidInputError as error:
-        raise InvalidInputError.of(error) from None
+        raise error.reported() from None
 
 
 BUCKET = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")  # S3's bucket naming rules
@@ -64,14 +63,14 @@ def s3_object(bucket: Any, key: Any) -> str | None:
 
 def location(value: Any, name: str) -> tuple[str, str]:
     if not isinstance(value, dict):
-        raise InvalidInputError(name, "must be an object with string bucket and key")
+        raise chrf_core.InvalidInputError(name, "must be an object with string bucket and key").reported()
     problem = s3_object(value.get("bucket"), value.get("key"))
     if problem:
-        raise InvalidInputError(name, problem)
+        raise chrf_core.InvalidInputError(name, problem).reported()
     return value["bucket"], value["key"]
 
 
-def invalid_input_of(source: str, failure: Any) -> InvalidInputError:
+def invalid_input_of(source: str, failure: Any) -> chrf_core.InvalidInputError:
     """The InvalidInputError a batch raised, rebuilt from Step Functions' caught error ({Error, Cause})."""
     try:
         cause = json.loads(failure["Cause"])
@@ -84,7 +83,8 @@ def invalid_input_of(source: str, failure: Any) -> InvalidInputError:
     except (KeyError, TypeError, ValueError, AttributeError):
         raise InconsistentResultsError(f"{source}: a failed batch whose cause is not an InvalidInputError") from None
     field = detail.get("field")
-    return InvalidInputError.relayed(field if isinstance(field, str) else None, detail["message"], line)
+    return chrf_core.InvalidInputError.relayed(field if isinstance(field, str) else None, detail["message"],
+                                               line).reported()
 
 
 def batch_result(source: str, output: Any, settings: chrf_core.CHRF) -> BatchResult:
@@ -95,7 +95,7 @@ def batch_result(source: str, output: Any, settings: chrf_core.CHRF) -> BatchRes
     if type(first) is not int or type(last) is not int or not 1 <= first <= last:
         raise InconsistentResultsError(f"{source}: first_line and last_line must be lines 1 <= first <= last")
     try:
-        counts = chrf_core.counting.Counts.from_dict(output["counts"])
+        counts = chrf_core.CHRF.counts_from_dict(output["counts"])
     except ValueError as error:
         raise InconsistentResultsError(f"{source} (lines {first}-{last}): {error}") from None
     if counts.segment_count != last - first + 1:
@@ -110,7 +110,7 @@ def batch_result(source: str, output: Any, settings: chrf_core.CHRF) -> BatchRes
     return BatchResult(source, first, last, counts)
 
 
-def beyond_one_request(counts: chrf_core.counting.Counts) -> str | None:
+def beyond_one_request(counts: chrf_core.Counts) -> str | None:
     """Why a batch's counts cannot come from one contract request (what a batch is), if they cannot: more
     segments than a request holds, or more unigrams on both sides than its texts have code points (a code
     point is at least one UTF-8 byte, even lower-cased)."""
@@ -137,7 +137,7 @@ def merge_batches(
         errors = [invalid_input_of(source, failure) for source, failure in failures]
         raise min(errors, key=lambda error: error.line if error.line is not None else 0)
     if not outputs:
-        raise InvalidInputError("input", "the JSON Lines object holds no segments")
+        raise chrf_core.InvalidInputError("input", "the JSON Lines object holds no segments").reported()
     batches = sorted((batch_result(source, output, settings) for source, output in outputs),
                      key=lambda batch: batch.first_line)
     expected = 1
@@ -153,11 +153,11 @@ def merge_batches(
     if lines_read is not None and lines_read != expected - 1:
         raise InconsistentResultsError(f"the Map run read {lines_read} lines but the batch results cover "
                                        f"{expected - 1}")
-    merged = chrf_core.counting.merge_counts(batch.counts for batch in batches)
+    merged = chrf_core.Counts.merge(batch.counts for batch in batches)
     problem = merged.inconsistency()
     if problem:
         raise InconsistentResultsError(f"the merged counts are impossible: {problem}")
-    return chrf_core.report.build_report(merged)
+    return settings.report(merged).to_dict()
 
 
 def read_json(s3: Any, bucket: str, key: str, what: str) -> Any:
@@ -238,10 +238,10 @@ def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     results itself (a Map without ResultWriter)."""
     import boto3
 
-    use_correlation_id(None, context)
+    use_correlation_id(False, context)
     count("MergeRuns")
     if not isinstance(event, dict):
-        raise InvalidInputError(None, "the merge expects the execution input with map_result")
+        raise chrf_core.InvalidInputError(None, "the merge expects the execution input with map_result").reported()
     bucket, key = location(event.get("output"), "output")
     settings = execution_settings(event)
     map_result = event.get("map_result")

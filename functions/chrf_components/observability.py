@@ -1,9 +1,10 @@
 """Logs, metrics and (optionally) traces for every function: one Logger, one Metrics, set up once here.
 
 Logs are structured (Powertools Logger) and carry sizes, counts, settings and request ids: never submitted
-texts, keys or ids the caller chose. A correlation id is taken from an API Gateway request context only when it
-is a short token, else the Lambda request id is used. The Tracer (X-Ray) loads only when CHRF_TRACING is true,
-so cold starts do not pay for it otherwise.
+texts, keys or ids the caller chose. The API function's correlation id is API Gateway's request id, which
+Powertools takes from the event (``correlation_paths.API_GATEWAY_HTTP``, in app.py); it is kept only when the
+event came through API Gateway and the id is a short token, else the Lambda request id is used. The Tracer
+(X-Ray) loads only when CHRF_TRACING is true, so cold starts do not pay for it otherwise.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any, TypeVar, cast
 
 import chrf_core
 from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
 
 SERVICE = os.environ.get("POWERTOOLS_SERVICE_NAME", chrf_core.contract.TOOL)
@@ -32,11 +34,13 @@ def count(name: str, value: float = 1, unit: MetricUnit = MetricUnit.Count) -> N
     metrics.add_metric(name=name, unit=unit, value=value)
 
 
-def use_correlation_id(event: Any, context: Any) -> None:
-    """API Gateway's request id when the event carries a token-like one; otherwise Lambda's request id."""
-    candidate = None
-    if isinstance(event, dict) and isinstance(event.get("requestContext"), dict):
-        candidate = event["requestContext"].get("requestId")
+CORRELATION_PATH = correlation_paths.API_GATEWAY_HTTP  # the same path as API_GATEWAY_REST: requestContext.requestId
+
+
+def use_correlation_id(from_api_gateway: bool, context: Any) -> None:
+    """Keep the correlation id Powertools took from the event (CORRELATION_PATH) when the event came through API
+    Gateway and the id is a short token; otherwise use Lambda's request id (a direct invoker chooses its event)."""
+    candidate = logger.get_correlation_id() if from_api_gateway else None
     if not (isinstance(candidate, str) and TOKEN.fullmatch(candidate)):
         candidate = getattr(context, "aws_request_id", None)
     logger.set_correlation_id(candidate if isinstance(candidate, str) and TOKEN.fullmatch(candidate) else None)

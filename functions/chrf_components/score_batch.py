@@ -15,7 +15,6 @@ from typing import Any
 import chrf_core
 
 from observability import count, loggable, logger, metrics, traced, use_correlation_id
-from service import InvalidInputError
 
 
 class MalformedBatchError(Exception):
@@ -56,13 +55,13 @@ def read_batch(event: Any) -> tuple[chrf_core.CHRF, list[int], list[str], list[s
 @logger.inject_lambda_context
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     """Counts of one batch: ``{"first_line", "last_line", "counts"}``."""
-    use_correlation_id(None, context)
+    use_correlation_id(False, context)
     count("Batches")
     try:
         settings, lines, hypotheses, references = read_batch(event)
         try:
             chrf_core.service.check_texts(hypotheses, references)
-            counts = chrf_core.counting.count_segments(hypotheses, references, settings)
+            counts = settings.corpus_counts(hypotheses, references)
         except chrf_core.InvalidInputError as error:  # a rule about the batch's texts: place it in the input
             if error.index is not None:
                 raise error.at_line(lines[error.index]) from None
@@ -71,8 +70,8 @@ def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     except chrf_core.InvalidInputError as error:
         logger.info("invalid batch", extra=loggable(error))
         count("InvalidInputs")
-        raise InvalidInputError.of(error) from None
+        raise error.reported() from None
     count("Segments", len(lines))
     logger.info("batch scored", extra={"segments": len(lines), "first_line": lines[0], "last_line": lines[-1],
-                                       "kernel": chrf_core.counting.KERNEL})
+                                       "kernel": chrf_core.KERNEL})
     return {"first_line": lines[0], "last_line": lines[-1], "counts": counts.to_dict()}

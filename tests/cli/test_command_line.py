@@ -89,8 +89,8 @@ def test_score_streams_many_chunks_to_exactly_the_single_pass_result_without_pro
     assert code == 0 and err == ""  # stderr is not a terminal: no progress written into logs
     report = json.loads(out)
     settings = chrf_core.CHRF.of({"word_order": 2})
-    single_pass = chrf_core.counting.count_segments([h for h, _ in chosen], [r for _, r in chosen], settings)
-    assert report == chrf_core.report.build_report(single_pass)
+    single_pass = chrf_core.counts.count_segments([h for h, _ in chosen], [r for _, r in chosen], settings)
+    assert report == chrf_core.report.report_of(single_pass).to_dict()
     CORPUS_SCHEMA.validate(report)
 
 
@@ -113,8 +113,8 @@ def test_score_accepts_a_line_as_long_as_a_whole_request_and_refuses_a_longer_on
     ref = write(tmp_path / "r", "a\n" + "xy " * 20000 + "\n")
     code, out, err = run(capsys, "score", hyp, ref, "--json")
     assert code == 0, err
-    expected = chrf_core.counting.count_segments(["a", longest], ["a", ("xy " * 20000).rstrip()], chrf_core.CHRF())
-    assert json.loads(out) == chrf_core.report.build_report(expected)
+    expected = chrf_core.counts.count_segments(["a", longest], ["a", ("xy " * 20000).rstrip()], chrf_core.CHRF())
+    assert json.loads(out) == chrf_core.report.report_of(expected).to_dict()
     write(tmp_path / "h", "a\n" + longest + "zz\nb\n")
     code, out, err = run(capsys, "score", hyp, ref)
     assert code == 2 and out == "" and err.count("\n") == 1

@@ -103,7 +103,7 @@ def test_segments_json_writes_what_dumping_each_report_writes_byte_for_byte(caps
         settings_object = chrf_core.CHRF(**request_settings)
         code, out, err = run(capsys, "segments", hyp, ref, "--json", *flags(settings_object.as_dict()))
         assert code == 0 and err == ""
-        expected = [json.dumps({"line": number, **chrf_core.report.report_of(chrf_core.counting.count_segments(
+        expected = [json.dumps({"line": number, **chrf_core.report.report_of(chrf_core.counts.count_segments(
             [h], [r], settings_object)).to_dict()}) for number, (h, r) in enumerate(pairs, start=1)]
         assert out.splitlines() == expected
 
@@ -197,8 +197,8 @@ def test_compare_scores_are_the_corpus_scores_and_its_p_values_separate_clear_ca
 
 
 def _corpus_score(hypotheses, references):
-    counts = chrf_core.counting.count_segments(hypotheses, references, chrf_core.CHRF())
-    return chrf_core.report.build_report(counts)["score"]
+    counts = chrf_core.counts.count_segments(hypotheses, references, chrf_core.CHRF())
+    return chrf_core.report.report_of(counts).to_dict()["score"]
 
 
 def test_compare_with_the_same_seed_gives_the_same_numbers_and_another_seed_other_intervals(capsys, tmp_path):
@@ -311,12 +311,12 @@ def test_vectorised_resampled_scores_equal_exact_corpus_scores(tmp_path):
     hyps, refs = _texts(60)
     for averaging in ("precision_recall", "per_order_f"):
         request_settings = chrf_core.CHRF(word_order=2, beta=3, averaging=averaging)
-        rows = chrf_core.counting.segment_counts(hyps, refs, request_settings).reshape(60, -1)
+        rows = chrf_core.counts.segment_counts(hyps, refs, request_settings).reshape(60, -1)
         picks = np.random.default_rng(1).integers(0, 60, size=(20, 60))
         stats = np.stack([rows[pick].sum(axis=0) for pick in picks]).astype(np.float64)
         vectorised = compare.corpus_scores(request_settings, stats)
         for pick, score in zip(picks, vectorised):
-            counts = chrf_core.counting.count_segments([hyps[i] for i in pick], [refs[i] for i in pick],
+            counts = chrf_core.counts.count_segments([hyps[i] for i in pick], [refs[i] for i in pick],
                                                        request_settings)
             assert score == pytest.approx(float(chrf_core.report.report_of(counts).exact), abs=1e-9)
 
@@ -444,8 +444,8 @@ def test_segment_score_texts_are_the_exact_scores_rounded_as_the_contract_rounds
     from chrf_core.report import score_texts
 
     settings_ = chrf_core.CHRF.of(request_settings)
-    counts = chrf_core.counting.segment_counts([h for h, _ in pairs], [r for _, r in pairs], settings_)
-    expected = [chrf_core.report.score_text(chrf_core.report.exact_score(settings_, orders))
+    counts = chrf_core.counts.segment_counts([h for h, _ in pairs], [r for _, r in pairs], settings_)
+    expected = [chrf_core.report.score_text(chrf_core.formula.exact_score(settings_, orders))
                 for orders in counts.tolist()]
     assert score_texts(settings_, counts) == expected
 
@@ -457,7 +457,7 @@ def test_segment_score_texts_round_a_tie_at_the_millionth_to_even_exactly(averag
     settings_ = chrf_core.CHRF(char_order=1, beta=1, averaging=averaging)
     for matches in (123456785, 123456795, 500000005):  # scores 12.3456785, 12.3456795, 50.0000005: exact ties
         row = (10**9, 10**9, matches)
-        exact = chrf_core.report.score_text(chrf_core.report.exact_score(settings_, [row]))
+        exact = chrf_core.report.score_text(chrf_core.formula.exact_score(settings_, [row]))
         assert score_texts(settings_, np.array([[row]], dtype=np.int64)) == [exact]
         assert exact.endswith(("78", "80", "00"))  # half to even
 

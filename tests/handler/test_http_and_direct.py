@@ -128,10 +128,10 @@ def test_an_event_for_another_route_is_a_404_in_the_service_error_shape(handler,
 
 
 def test_unexpected_fault_is_a_500_without_internals_and_is_logged(handler, monkeypatch, captured_logs):
-    def explode(counts):  # a fault inside scoring, after validation
+    def explode(settings, counts):  # a fault inside scoring, after validation
         raise RuntimeError("secret internal detail")
 
-    monkeypatch.setattr(sys.modules["service"], "build_report", explode)
+    monkeypatch.setattr(chrf_core.CHRF, "report", explode)
     status, _, body = call(handler, http_v2_event(json.dumps({"hypotheses": ["a"], "references": ["a"]})))
     assert status == 500
     assert body == {"error": {"code": "internal_error", "message": "internal error"}}

@@ -54,7 +54,7 @@ SCORED = [path for path in SAMPLES if expected_for(path).get("statusCode") == 20
 def test_stored_outputs_agree_with_the_naive_implementation(path):
     event, expected = json.loads(path.read_text(encoding="utf-8")), expected_for(path)
     if "statusCode" in expected:
-        from http_api import parse_body
+        from http_adapter import parse_body
 
         request, output = parse_body(event), json.loads(expected["body"])
     else:

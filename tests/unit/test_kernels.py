@@ -20,15 +20,15 @@ NATIVE_REQUIRED = os.environ.get("CHRF_REQUIRE_BUILD") == "1" and os.environ.get
 
 def kernels():
     """Every kernel this process can run: both, once the native one is built (make setup)."""
-    if "native" not in chrf_core.counting.KERNELS and NATIVE_REQUIRED:
-        pytest.fail(f"the native kernel must load under make test: {chrf_core.counting.KERNEL_ERROR}")
-    return sorted(chrf_core.counting.KERNELS)
+    if "native" not in chrf_core.kernel.KERNELS and NATIVE_REQUIRED:
+        pytest.fail(f"the native kernel must load under make test: {chrf_core.kernel.KERNEL_ERROR}")
+    return sorted(chrf_core.kernel.KERNELS)
 
 
 def run(kernel, hypotheses, references, char_order, word_order, include_whitespace=False, lowercase=False):
     if lowercase:
         hypotheses, references = [t.lower() for t in hypotheses], [t.lower() for t in references]
-    count = chrf_core.counting.KERNELS[kernel]
+    count = chrf_core.kernel.KERNELS[kernel].raw_count
     result = count(hypotheses, references, char_order, word_order, include_whitespace, False)
     return [list(triple) for triple in result]
 
@@ -37,8 +37,8 @@ def test_the_native_kernel_is_active_when_the_suite_requires_it():
     if not NATIVE_REQUIRED:
         pytest.skip("not in this run: only make test requires the native kernel (CHRF_REQUIRE_BUILD=1, not switched "
                     "off)")
-    assert chrf_core.KERNEL == "native" and set(chrf_core.counting.KERNELS) == {"native", "python"}, (
-        chrf_core.counting.KERNEL_ERROR)
+    assert chrf_core.KERNEL == "native" and set(chrf_core.kernel.KERNELS) == {"native", "python"}, (
+        chrf_core.kernel.KERNEL_ERROR)
 
 
 @st.composite
@@ -92,7 +92,8 @@ def test_kernels_agree_on_the_adversarial_requests(name):
 def test_per_segment_rows_sum_to_the_corpus_counts_in_every_kernel():
     hypotheses, references = near_limit("real", segments=40)
     for kernel in kernels():
-        rows = memoryview(chrf_core.counting.KERNELS[kernel](hypotheses, references, 6, 2, False, True)).cast("q")
+        raw_count = chrf_core.kernel.KERNELS[kernel].raw_count
+        rows = memoryview(raw_count(hypotheses, references, 6, 2, False, True)).cast("q")
         assert len(rows) == 40 * 8 * 3
         totals = [sum(rows[k::24]) for k in range(24)]
         assert [totals[k : k + 3] for k in range(0, 24, 3)] == run(kernel, hypotheses, references, 6, 2)
@@ -101,11 +102,11 @@ def test_per_segment_rows_sum_to_the_corpus_counts_in_every_kernel():
 def test_native_kernel_rejects_non_text_segments_with_a_type_error():
     native_kernel_or_skip()
     with pytest.raises(TypeError, match=r"hypotheses\[1\] must be a str"):
-        chrf_core.counting.KERNELS["native"](["a", 3], ["a", "b"], 2, 0, False, False)
+        chrf_core.kernel.KERNELS["native"].raw_count(["a", 3], ["a", "b"], 2, 0, False, False)
 
 
 def _layer_subprocess(env_extra, layer=None):
-    code = "import chrf_core, json; print(json.dumps([chrf_core.KERNEL, chrf_core.counting.KERNEL_ERROR]))"
+    code = "import chrf_core, json; print(json.dumps([chrf_core.KERNEL, chrf_core.kernel.KERNEL_ERROR]))"
     env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(layer or ROOT / "layers" / "chrf_core"),
            **env_extra}
     return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)

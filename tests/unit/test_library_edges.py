@@ -8,7 +8,8 @@ import textwrap
 
 import chrf_core
 import pytest
-from chrf_core import MAX_TEXT_LENGTH, InvalidInputError, counting
+from chrf_core import MAX_TEXT_LENGTH, InvalidInputError
+from chrf_core import kernel as kernel_module
 from processes import ctrl_c_after
 from support import ROOT, native_kernel_or_skip
 from test_kernels import kernels
@@ -18,7 +19,7 @@ PATHS = [str(ROOT / "layers" / "chrf_core"), str(ROOT / "tests")]
 
 @pytest.fixture(params=kernels())
 def kernel(request, monkeypatch):
-    monkeypatch.setattr(counting, "KERNEL", request.param)
+    monkeypatch.setattr(kernel_module, "KERNEL", request.param)
     return request.param
 
 
@@ -91,7 +92,7 @@ def test_native_counting_holds_under_64_bytes_per_code_point():
     out, err, code = run_python("""
         import random, resource, chrf_core
         from payloads import real_pairs
-        assert chrf_core.KERNEL == "native", chrf_core.counting.KERNEL_ERROR
+        assert chrf_core.KERNEL == "native", chrf_core.kernel.KERNEL_ERROR
         random.seed(7)
         words = " ".join(text for pair in real_pairs() for text in pair).split()
         def text(size):
@@ -167,6 +168,6 @@ def test_texts_with_more_distinct_units_than_the_kernels_histograms_hold_are_cou
             (characters[::2], characters, 4, 0),
             (words, words.replace("w12 ", "x12 "), 0, 2),
             (words[: len(words) // 3], words, 2, 3)]:
-        native = chrf_core.counting.KERNELS["native"]([hypothesis], [reference], char_order, word_order, False, False)
-        python = chrf_core.counting.KERNELS["python"]([hypothesis], [reference], char_order, word_order, False, False)
-        assert native == python
+        settings = chrf_core.CHRF(char_order=char_order, word_order=word_order)
+        native = chrf_core.kernel.KERNELS["native"].count([hypothesis], [reference], settings)
+        assert native == chrf_core.kernel.KERNELS["python"].count([hypothesis], [reference], settings)

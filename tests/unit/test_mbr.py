@@ -7,7 +7,8 @@ from fractions import Fraction
 import chrf_core
 import numpy
 import pytest
-from chrf_core import CHRF, InvalidInputError, counting
+from chrf_core import CHRF, InvalidInputError
+from chrf_core import kernel as kernel_module
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from naive_chrf import naive_aggregate
@@ -18,7 +19,7 @@ from test_kernels import kernels
 
 @pytest.fixture(params=kernels())
 def kernel(request, monkeypatch):
-    monkeypatch.setattr(counting, "KERNEL", request.param)
+    monkeypatch.setattr(kernel_module, "KERNEL", request.param)
     return request.param
 
 

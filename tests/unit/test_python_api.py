@@ -10,7 +10,8 @@ from fractions import Fraction
 import chrf_core
 import numpy
 import pytest
-from chrf_core import InvalidInputError, counting, mbr
+from chrf_core import InvalidInputError
+from chrf_core import kernel as kernel_module
 from chrf_core import metric as api
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -22,7 +23,7 @@ from test_kernels import kernels
 
 @pytest.fixture(params=kernels())
 def kernel(request, monkeypatch):
-    monkeypatch.setattr(counting, "KERNEL", request.param)
+    monkeypatch.setattr(kernel_module, "KERNEL", request.param)
     return request.param
 
 
@@ -58,10 +59,10 @@ def test_pairwise_on_real_translations_equals_one_segment_contract_scores(kernel
 def test_a_native_score_too_close_to_a_rounding_midpoint_is_computed_exactly(monkeypatch):
     native_kernel_or_skip()
     texts = [text for pair in real_pairs() for text in pair][:12]
-    flagged = counting.NATIVE.pairwise(texts, texts, 6, 2, False, 2, False, 1, 1, numpy.empty((12, 12)))
+    flagged = kernel_module.NATIVE.pairwise(texts, texts, 6, 2, False, 2, False, 1, 1, numpy.empty((12, 12)))
     assert len(flagged) > 100  # at a tolerance of half the value, nearly every score is handed back
-    monkeypatch.setattr(counting, "KERNEL", "native")
-    monkeypatch.setattr(mbr, "TOLERANCE_BITS", 1)
+    monkeypatch.setattr(kernel_module, "KERNEL", "native")
+    monkeypatch.setattr(kernel_module, "TOLERANCE_BITS", 1)
     matrix = chrf_core.pairwise(texts, texts, word_order=2)
     for i, j in itertools.product(range(12), range(12)):
         assert matrix[i, j] == float(exact(texts[i], texts[j], {"word_order": 2}))
@@ -72,11 +73,11 @@ def test_the_kernels_give_the_same_pairwise_matrix():
     random.Random(5).shuffle(texts)
     matrices = {}
     for name in kernels():
-        counting.KERNEL, previous = name, counting.KERNEL
+        kernel_module.KERNEL, previous = name, kernel_module.KERNEL
         try:
             matrices[name] = chrf_core.pairwise(texts[:30], texts[30:70], word_order=2, lowercase=True).tolist()
         finally:
-            counting.KERNEL = previous
+            kernel_module.KERNEL = previous
     assert len({repr(matrix) for matrix in matrices.values()}) == 1
 
 
@@ -97,10 +98,10 @@ def test_the_corpus_report_of_many_segments_is_the_merge_of_its_chunks(kernel, m
     monkeypatch.setattr(api, "CHUNK", 64)
     report = chrf_core.corpus_report(hypotheses, references, word_order=2)
     chosen = chrf_core.CHRF(word_order=2)
-    whole = chrf_core.counting.count_segments([pairs[k % len(pairs)][0] for k in range(1000)],
+    whole = chrf_core.counts.count_segments([pairs[k % len(pairs)][0] for k in range(1000)],
                                      [pairs[(k * 3) % len(pairs)][1] for k in range(1000)], chosen)
     assert report == chrf_core.report.report_of(whole) and report.segment_count == 1000
-    assert report.to_dict() == chrf_core.report.build_report(whole)
+    assert report.to_dict() == chrf_core.report.report_of(whole).to_dict()
 
 
 def test_a_small_corpus_report_is_the_contract_output(kernel):

@@ -18,18 +18,21 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 from .contract import MAX_SEGMENTS, MAX_TEXT_BYTES
-from .counting import KERNEL
+from .counts import Counts
 from .errors import InvalidInputError
+from .kernel import KERNEL
 from .metric import CHRF
-from .report import OrderScore, Report
+from .report import OrderScore, Report, fraction_text, score_text
 from .service import score
-from .texts import MAX_TEXT_LENGTH
+from .texts import MAX_TEXT_LENGTH, utf8_size
+from .tokens import words
 
 if TYPE_CHECKING:
     import numpy
 
-__all__ = ["CHRF", "KERNEL", "MAX_SEGMENTS", "MAX_TEXT_BYTES", "MAX_TEXT_LENGTH", "InvalidInputError", "OrderScore",
-           "Report", "corpus_report", "pairwise", "score", "segment_reports", "segment_scores"]
+__all__ = ["CHRF", "KERNEL", "MAX_SEGMENTS", "MAX_TEXT_BYTES", "MAX_TEXT_LENGTH", "Counts", "InvalidInputError",
+           "OrderScore", "Report", "corpus_report", "fraction_text", "pairwise", "score", "score_text",
+           "segment_reports", "segment_scores", "utf8_size", "words"]
 
 
 def corpus_report(hypotheses: Iterable[str], references: Iterable[str], **settings: Any) -> Report:

@@ -7,6 +7,8 @@ checks that they say the same.
 
 from __future__ import annotations
 
+from typing import Protocol
+
 TOOL = "chrf-components"
 VERSION = "1.0.0"
 EXECUTE_PATH = f"/v1/tools/{TOOL}/versions/{VERSION}/execute"
@@ -22,3 +24,29 @@ INTEGER_RANGES = {"char_order": (0, 10), "word_order": (0, 4), "beta": (1, 16)}
 BOOLEAN_KEYS = ("lowercase", "include_whitespace")
 SETTING_KEYS: tuple[str, ...] = (*INTEGER_RANGES, *BOOLEAN_KEYS, "averaging")  # the output's key order
 REQUEST_KEYS: tuple[str, ...] = TEXT_KEYS + SETTING_KEYS
+
+
+class Settings(Protocol):
+    """What the modules below :class:`chrf_core.CHRF` read of the scoring settings (CHRF is the one
+    implementation): typing against this keeps them free of an import of the class that calls them."""
+
+    @property
+    def char_order(self) -> int: ...
+    @property
+    def word_order(self) -> int: ...
+    @property
+    def beta(self) -> int: ...
+    @property
+    def lowercase(self) -> bool: ...
+    @property
+    def include_whitespace(self) -> bool: ...
+    @property
+    def averaging(self) -> str: ...
+    @property
+    def orders(self) -> int: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def signature(self) -> str: ...
+    def __hash__(self) -> int: ...
+    def as_dict(self) -> dict[str, int | bool | str]: ...

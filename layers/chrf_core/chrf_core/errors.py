@@ -35,6 +35,9 @@ class InvalidInputError(ValueError):
     ``caller_key`` says that ``field`` is a key the caller made up (so logs must not repeat it).
     """
 
+    relayed_message: str | None = None  # a message composed elsewhere, passed on as it was (:meth:`relayed`)
+    json_text = False  # str() is the JSON body (:meth:`reported`)
+
     def __init__(
         self,
         field: str | None,
@@ -53,9 +56,31 @@ class InvalidInputError(ValueError):
         self.subject = subject
         super().__init__(self.message)
 
+    @classmethod
+    def relayed(cls, field: str | None, message: str, line: int | None) -> InvalidInputError:
+        """An error another process raised (a corpus pipeline batch), passed on with its message as it was."""
+        error = cls(field, message, line=line)
+        error.relayed_message = message
+        error.args = (message,)
+        return error
+
+    def reported(self) -> InvalidInputError:
+        """The same error, whose str() is its JSON body (:meth:`to_dict`): for a runtime that reports an exception
+        as its class name and its text, as Lambda does (``errorType``, ``errorMessage``; Step Functions reads the
+        text back with ``States.StringToJson``)."""
+        error = InvalidInputError(self.field, self.detail, index=self.index, line=self.line, subject=self.subject,
+                                  caller_key=self.caller_key)
+        error.relayed_message, error.args, error.json_text = self.relayed_message, self.args, True
+        return error
+
+    def __str__(self) -> str:
+        return json.dumps(self.to_dict(), ensure_ascii=False) if self.json_text else super().__str__()
+
     @property
     def message(self) -> str:
         """The rule with where it applies: ``references[3]: ...``, ``line 12 (reference): ...``, ``beta: ...``."""
+        if self.relayed_message is not None:
+            return self.relayed_message
         if self.line is not None:
             side = TEXT_SIDES.get(self.field or "")
             where = f"line {self.line} ({side})" if side and self.index is not None else f"line {self.line}"

@@ -14,21 +14,19 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Sequence
 from fractions import Fraction
+from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from . import counting
-from .contract import TEXT_KEYS
+from .contract import TEXT_KEYS, Settings
 from .errors import InvalidInputError, describe
-from .report import exact_score
+from .formula import exact_score
+from .kernel import chosen
 from .texts import MAX_TEXT_LENGTH, check_encodable, check_flag, check_strings, not_one_text
 
 if TYPE_CHECKING:
     import numpy
 
-    from .metric import CHRF
-
 MAX_THREADS = 256
-TOLERANCE_BITS = 80  # a native score within 2^-80 of a rounding midpoint is recomputed exactly
 Result = TypeVar("Result")
 
 
@@ -69,27 +67,19 @@ def checked(hypotheses: Sequence[str], references: Sequence[str],
     return sides[0], sides[1]
 
 
-def pairwise(settings: CHRF, hypotheses: list[str], references: list[str], threads: int) -> numpy.ndarray:
+def pairwise(settings: Settings, hypotheses: list[str], references: list[str], threads: int) -> numpy.ndarray:
     """Every (checked) hypothesis against every reference: float64, shaped (hypotheses, references)."""
-    matrix, undecided = counting.pairwise(hypotheses, references, settings, TOLERANCE_BITS, threads)
-    flat = matrix.reshape(-1)
-    for index in undecided:
-        hypothesis, reference = divmod(index, len(references))
-        orders = counting.count_segments([hypotheses[hypothesis]], [references[reference]], settings).orders
-        flat[index] = float(exact_score(settings, orders))
-    return matrix
+    return chosen().pairwise(hypotheses, references, settings, partial(exact_score, settings), threads)
 
 
-def aggregate(settings: CHRF, hypotheses: list[str], references: list[str], threads: int,
+def aggregate(settings: Settings, hypotheses: list[str], references: list[str], threads: int,
               exact: bool) -> numpy.ndarray | list[Fraction]:
     """Each (checked) hypothesis against the references' averaged n-gram counts: float64 scores, or exact
     Fractions."""
     check_flag("exact", exact)
-    scores, counts, undecided = counting.aggregate(hypotheses, references, settings, TOLERANCE_BITS, threads)
+    scores, counts = chosen().aggregate(hypotheses, references, settings, partial(exact_score, settings), threads)
     if exact:
         return [exact_score(settings, orders) for orders in counts.tolist()]
-    for index in undecided:
-        scores[index] = float(exact_score(settings, counts[index].tolist()))
     return scores
 
 
@@ -110,7 +100,7 @@ def batch(score_set: Callable[[list[str], list[str], int], Result], hypothesis_s
                                                   f"({len(given_sets[0])}), got {len(given_sets[1])}")
     sets = [checked(hypotheses, references, (f"hypothesis_sets[{k}]", f"reference_sets[{k}]"))
             for k, (hypotheses, references) in enumerate(zip(*given_sets))]
-    if len(sets) <= 1 or threads == 1 or counting.KERNEL != "native":
+    if len(sets) <= 1 or threads == 1 or not chosen().threaded:
         return [score_set(hypotheses, references, threads) for hypotheses, references in sets]
     from concurrent.futures import ThreadPoolExecutor  # here: not on the service's import path
 

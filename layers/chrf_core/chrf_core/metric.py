@@ -36,10 +36,13 @@ from fractions import Fraction
 from itertools import islice
 from typing import TYPE_CHECKING, Any, Literal, overload
 
-from . import counting, mbr
+from . import mbr
 from .contract import AVERAGINGS, INTEGER_RANGES, SETTING_KEYS, TEXT_KEYS, TOOL, VERSION
+from .counts import Counts, count_segments, segment_counts
 from .errors import InvalidInputError, describe, unknown_key_error
-from .report import Report, exact_score, float_scores, report_of
+from .formula import exact_score, float_scores
+from .kernel import Triple
+from .report import Report, json_lines, report_of, score_texts
 from .texts import check_chunk, check_flag, not_one_text
 
 if TYPE_CHECKING:
@@ -138,13 +141,13 @@ class CHRF:
         return report_of(self.corpus_counts(hypotheses, references))
 
     def corpus_counts(self, hypotheses: Iterable[str],
-                      references: Iterable[str] | Sequence[Iterable[str]]) -> counting.Counts:
-        """The per-order counts behind :meth:`corpus_score` (mergeable with other segments' counts)."""
-        parts = [counting.count_segments(chunk[0], chunk[1], self)
-                 for chunk in _chunks(*_streams(hypotheses, references))]
+                      references: Iterable[str] | Sequence[Iterable[str]]) -> Counts:
+        """The per-order counts behind :meth:`corpus_score`: mergeable with other segments' counts
+        (:meth:`Counts.merge`), scored by :meth:`report`."""
+        parts = [count_segments(chunk[0], chunk[1], self) for chunk in _chunks(*_streams(hypotheses, references))]
         if not parts:
             raise InvalidInputError(TEXT_KEYS[0], "at least 1 segment, got 0")
-        return counting.merge_counts(parts)
+        return Counts.merge(parts)
 
     def sentence_score(self, hypothesis: str, references: str | Sequence[str]) -> Report:
         """One segment's score (sacreBLEU's ``sentence_score``: the references as a list, here of exactly one)."""
@@ -172,8 +175,8 @@ class CHRF:
         come from one vectorised formula, within 1e-12 of the exact value (which ``exact`` gives)."""
         hypotheses, references = _streams(hypotheses, references)
         if check_flag("exact", exact):
-            return (exact_score(self, orders) for orders in self._segment_counts(hypotheses, references))
-        floats = (float_scores(self, counting.segment_counts(chunk[0], chunk[1], self))
+            return (exact_score(self, orders) for orders in self._segment_rows(hypotheses, references))
+        floats = (float_scores(self, segment_counts(chunk[0], chunk[1], self))
                   for chunk in _chunks(hypotheses, references))
         if isinstance(hypotheses, Sequence) and isinstance(references, Sequence):
             import numpy
@@ -186,7 +189,7 @@ class CHRF:
                         references: Iterable[str] | Sequence[Iterable[str]]) -> Iterator[Report]:
         """Each segment's own report, in order, as the segments are read."""
         hypotheses, references = _streams(hypotheses, references)
-        return (report_of(counting.Counts(self, 1, orders)) for orders in self._segment_counts(hypotheses, references))
+        return (report_of(Counts(self, 1, orders)) for orders in self._segment_rows(hypotheses, references))
 
     def pairwise(self, hypotheses: Sequence[str], references: Sequence[str], *,
                  threads: int | None = None) -> numpy.ndarray:
@@ -233,10 +236,70 @@ class CHRF:
     def _aggregate_of(self, hypotheses: list[str], references: list[str], threads: int) -> numpy.ndarray:
         return mbr.aggregate(self, hypotheses, references, threads, exact=False)  # type: ignore[return-value]
 
-    def _segment_counts(self, hypotheses: Iterable[str],
-                        references: Iterable[str]) -> Iterator[tuple[counting.Triple, ...]]:
+    # ---- counts, and what is made of them (for the command line, the functions and other tools) ----------------
+
+    def segment_counts(self, hypotheses: Sequence[str], references: Sequence[str]) -> numpy.ndarray:
+        """Each segment's own per-order counts: an int64 NumPy array shaped (segments, orders, 3), (hypothesis
+        n-grams, reference n-grams, matches) per order, for :meth:`float_scores`, :meth:`score_texts`,
+        :meth:`json_lines` or summing (:meth:`Counts.of_array`). One chunk of line-aligned texts, checked."""
+        for key, texts in zip(TEXT_KEYS, (hypotheses, references)):
+            not_one_text(key, texts)
+            check_chunk(key, texts)
+        if len(hypotheses) != len(references):
+            raise InvalidInputError(TEXT_KEYS[1], f"must have as many segments as hypotheses ({len(hypotheses)}), "
+                                                  f"got {len(references)}")
+        return segment_counts(hypotheses, references, self)
+
+    def report(self, counts: Counts) -> Report:
+        """The report of counts made with these settings (:meth:`corpus_counts`, merged ones, read-back ones)."""
+        if counts.settings != self:
+            raise ValueError(f"report: counts made with other settings ({counts.settings.as_dict()})")
+        return report_of(counts)
+
+    def exact_score(self, orders: Sequence[Triple] | Sequence[list[int]]) -> Fraction:
+        """The exact score of one set of per-order counts (a row of :meth:`segment_counts`, or summed)."""
+        return exact_score(self, orders)
+
+    def float_scores(self, counts: numpy.ndarray) -> numpy.ndarray:
+        """Scores (0..100) of many count arrays at once in floating point: ``counts`` shaped (..., orders, 3)."""
+        return float_scores(self, counts)
+
+    def score_texts(self, counts: numpy.ndarray) -> list[str]:
+        """Each segment's score as the contract writes it (six decimals, from the exact fraction): ``counts`` as
+        :meth:`segment_counts` gives them."""
+        return score_texts(self, counts)
+
+    def json_lines(self, counts: numpy.ndarray, first_line: int = 1) -> str:
+        """Each segment's report as one JSON line, ``{"line": N, ...}`` then the contract's output, numbered from
+        ``first_line``: the same bytes as ``json.dumps`` of each segment's ``to_dict()``."""
+        return json_lines(self, counts, first_line)
+
+    @classmethod
+    def counts_from_dict(cls, data: Any) -> Counts:
+        """Counts rebuilt from :meth:`Counts.to_dict` output, every value checked (they may come from storage):
+        ValueError naming what is wrong."""
+        if not isinstance(data, dict) or set(data) != {"settings", "segment_count", "orders"}:
+            raise ValueError("counts: expected an object with settings, segment_count and orders")
+        settings_data = data["settings"]
+        if not isinstance(settings_data, dict) or set(settings_data) != set(SETTING_KEYS) or any(
+                type(settings_data[key]) is not int for key in INTEGER_RANGES):
+            raise ValueError("counts: settings must name every setting, integers as integers")
+        try:
+            settings = cls.of_settings(settings_data)
+        except InvalidInputError as error:
+            raise ValueError(f"counts: {error.message}") from None
+        return Counts.checked(settings, data["segment_count"], data["orders"])
+
+    @classmethod
+    def report_from_dict(cls, output: dict[str, Any]) -> Report:
+        """The report behind a contract output (read back from storage): its counts, scored again."""
+        settings = cls.of({key: output[key] for key in SETTING_KEYS})
+        orders = tuple((o["hypothesis_ngrams"], o["reference_ngrams"], o["matching_ngrams"]) for o in output["orders"])
+        return report_of(Counts(settings, output["segment_count"], orders))
+
+    def _segment_rows(self, hypotheses: Iterable[str], references: Iterable[str]) -> Iterator[tuple[Triple, ...]]:
         for chunk in _chunks(hypotheses, references):
-            for row in counting.segment_counts(chunk[0], chunk[1], self).tolist():
+            for row in segment_counts(chunk[0], chunk[1], self).tolist():
                 yield tuple(map(tuple, row))
 
 

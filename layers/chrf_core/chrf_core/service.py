@@ -12,10 +12,11 @@ import json
 from typing import Any, NamedTuple
 
 from .contract import MAX_SEGMENTS, MAX_TEXT_BYTES, REQUEST_KEYS, TEXT_KEYS
-from .counting import Counts, count_segments
+from .counts import Counts, count_segments
 from .errors import InvalidInputError, describe, unknown_key_error
+from .errors import error_envelope as error_envelope  # the service's error body, for the handlers
 from .metric import CHRF
-from .report import build_report
+from .report import report_of
 from .texts import check_encodable, check_strings, utf8_size
 
 
@@ -60,6 +61,10 @@ class ValidRequest(NamedTuple):
     settings: CHRF
     text_bytes: int
 
+    def counts(self) -> Counts:
+        """The request's per-order counts (its texts already checked: counted as they are)."""
+        return count_segments(self.hypotheses, self.references, self.settings)
+
 
 def parse_request(request: Any) -> ValidRequest:
     """Validate ``request`` against every contract rule in order."""
@@ -102,10 +107,9 @@ def check_texts(hypotheses: Any, references: Any) -> int:
 
 def compute_counts(request: Any) -> Counts:
     """Validate a contract request and return its per-order counts (mergeable with other requests' counts)."""
-    valid = parse_request(request)
-    return count_segments(valid.hypotheses, valid.references, valid.settings)
+    return parse_request(request).counts()
 
 
 def score(request: Any) -> dict[str, Any]:
     """The contract's operation: validate ``request`` and return the output object, or raise InvalidInputError."""
-    return build_report(compute_counts(request))
+    return report_of(compute_counts(request)).to_dict()

@@ -21,9 +21,23 @@ def check_strings(key: str, texts: Sequence[Any], offset: int = 0) -> None:
 
 def check_encodable(key: str, texts: Sequence[str], offset: int = 0) -> None:
     """No text holds a lone surrogate (which cannot be UTF-8)."""
-    for index, text in enumerate(texts, offset):
-        if not text.isascii() and LONE_SURROGATE.search(text):
-            raise InvalidInputError(key, "must not contain a lone surrogate code point (U+D800..U+DFFF)", index=index)
+    if not _encodable("".join(texts)):
+        for index, text in enumerate(texts, offset):
+            if not text.isascii() and LONE_SURROGATE.search(text):
+                raise InvalidInputError(key, "must not contain a lone surrogate code point (U+D800..U+DFFF)",
+                                        index=index)
+
+
+def _encodable(text: str) -> bool:
+    """Whether ``text`` is free of surrogate code points, in one C-level pass: UTF-16 refuses them as UTF-8 does,
+    and encodes Python's usual text (two bytes a code point) at about twice UTF-8's speed."""
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-16-le")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def check_length(key: str, texts: Sequence[str], offset: int = 0) -> None:
@@ -35,10 +49,17 @@ def check_length(key: str, texts: Sequence[str], offset: int = 0) -> None:
 
 
 def check_chunk(key: str, texts: Sequence[Any], offset: int = 0) -> None:
-    """Every rule a text of a Python call obeys."""
-    check_strings(key, texts, offset)
-    check_encodable(key, texts, offset)
-    check_length(key, texts, offset)
+    """Every rule a text of a Python call obeys, checked in C-level passes over the chunk joined (a rule broken is
+    then found text by text, to name the first that breaks it)."""
+    try:
+        joined = "".join(texts)
+    except TypeError:
+        check_strings(key, texts, offset)
+        raise
+    if not _encodable(joined):
+        check_encodable(key, texts, offset)
+    if len(joined) > MAX_TEXT_LENGTH:
+        check_length(key, texts, offset)
 
 
 def not_one_text(name: str, texts: object) -> None:

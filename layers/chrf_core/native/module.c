@@ -233,6 +233,8 @@ typedef struct {
     int64_t *counts_out;
 } MbrCall;
 
+/* The kernel's own bounds, not the contract's ranges (CHRF checks those): orders its buffers hold, a beta whose
+   square keeps every product of counts exact in a double, a tolerance a double-double can resolve. */
 static int mbr_settings(MbrCall *call, int char_order, int word_order, int keep_whitespace, int beta, int per_order_f,
                         int tolerance_bits) {
     if (char_order < 0 || word_order < 0 || char_order + word_order > MAX_ORDERS || char_order + word_order == 0 ||

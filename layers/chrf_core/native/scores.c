@@ -69,35 +69,38 @@ int near_midpoint(Double2 value, double tolerance) {
     return (distance < 0 ? -distance : distance) <= value.hi * tolerance;
 }
 
+/* Whether an order counts in the averages: both sides have n-grams of it. */
+static inline int effective(double hyp, double ref) { return hyp > 0 && ref > 0; }
+
+/* F-beta of precision P = match / hyp and recall R = match / ref: (1 + b^2) P R / (b^2 P + R) is
+   (1 + b^2) match / (b^2 ref + hyp). Any P = a / c and R = b / d take this form over the common numerator a b
+   (match = a b, hyp = c b, ref = d a), which is how the averages use it. */
+static inline Double2 f_beta(double b2, Double2 hyp, Double2 ref, Double2 match) {
+    return d2_div(d2_mul(d2_of(1 + b2), match), d2_add(d2_mul(d2_of(b2), ref), hyp));
+}
+
 /* Every count is an integer below 2^53 (exact as a double); products and sums of them are formed exactly. */
 Double2 chrf_score(const Scoring *scoring, int orders, const double *hyp, const double *ref, const double *matches) {
     const double b2 = scoring->beta_squared;
-    Double2 zero = d2_of(0.0);
-    if (scoring->per_order_f) { /* 100 / orders * sum of (1 + b^2) m / (b^2 r + h) */
-        Double2 sum = zero;
-        for (int o = 0; o < orders; o++)
-            if (hyp[o] && ref[o] && matches[o])
-                sum = d2_add(sum, d2_div(two_product(1 + b2, matches[o]), d2_add(two_product(b2, ref[o]),
-                                                                                     d2_of(hyp[o]))));
-        if (sum.hi == 0.0) return zero;
-        return d2_div(d2_mul(sum, d2_of(100.0)), d2_of(orders));
-    }
-    /* P = sP / E and R = sR / E over the E effective orders; 100 (1 + b^2) P R / (b^2 P + R) is
-       100 (1 + b^2) sP sR / (E (b^2 sP + sR)). */
-    Double2 sp = zero, sr = zero;
-    int effective = 0;
+    Double2 zero = d2_of(0.0), f_sum = zero, sp = zero, sr = zero;
+    int effective_orders = 0;
     for (int o = 0; o < orders; o++) {
-        if (!hyp[o] || !ref[o]) continue;
-        effective++;
-        if (matches[o]) {
+        if (!effective(hyp[o], ref[o])) continue;
+        effective_orders++;
+        if (!matches[o]) continue; /* adds 0 to every sum */
+        if (scoring->per_order_f) {
+            f_sum = d2_add(f_sum, f_beta(b2, d2_of(hyp[o]), d2_of(ref[o]), d2_of(matches[o])));
+        } else {
             sp = d2_add(sp, d2_div(d2_of(matches[o]), d2_of(hyp[o])));
             sr = d2_add(sr, d2_div(d2_of(matches[o]), d2_of(ref[o])));
         }
     }
+    if (scoring->per_order_f) /* 100 / orders * the sum of the orders' F (an order without matches adds 0) */
+        return f_sum.hi == 0.0 ? zero : d2_div(d2_mul(f_sum, d2_of(100.0)), d2_of(orders));
     if (sp.hi == 0.0) return zero;
-    Double2 numerator = d2_mul(d2_mul(sp, sr), d2_of(100.0 * (1 + b2)));
-    Double2 denominator = d2_mul(d2_add(d2_mul(sp, d2_of(b2)), sr), d2_of(effective));
-    return d2_div(numerator, denominator);
+    /* P = sP / E and R = sR / E over the E effective orders, over their common numerator sP sR */
+    Double2 e = d2_of(effective_orders);
+    return d2_mul(f_beta(b2, d2_mul(e, sr), d2_mul(e, sp), d2_mul(sp, sr)), d2_of(100.0));
 }
 
 int flag(Flagged *flagged, size_t index) {

@@ -1,13 +1,14 @@
 """The HTTP adapter of the API function: API Gateway events in, HTTP responses out (Powertools Event Handler).
 
 Imported on the first API Gateway event only (app.lambda_handler), so direct invocations never pay for the
-routing. One resolver per payload format (HTTP API v2; REST API and payload 1.0), each with the one route and the
-exception handlers: invalid input is a 400 naming the field and rule, anything unexpected the one 500 path that
-logs the trace and counts a Fault. Which requests reach the function is the gateway's routing (the template's
-HttpApi event: exactly POST on the execute path); an event for another route, which only a misrouted event (or a
-REST API in front, whose routes are its owner's) can be, is a 404 in the service's error shape. Before Powertools
-reads an event, its plumbing is checked just enough that an event shaped like API Gateway's but malformed is a
-400, never a 500.
+routing. ``http_api`` is the resolver of the template's HttpApi (payload format 2.0). ``rest_api`` serves the same
+route to a REST API that an owner puts in front of the function (proxy integration, payload 1.0; the template
+declares none: docs/deploy-and-pipelines.md). Both have the one route, whose handler returns the output dict, and
+the exception handlers: invalid input is a 400 naming the field and rule, anything unexpected the one 500 path
+that logs the trace and counts a Fault. Which requests reach the function is the gateway's routing (exactly POST on
+the execute path); an event for another route, which only a misrouted event (or a REST API in front, whose routes
+are its owner's) can be, is a 404 in the service's error shape. Before Powertools reads an event, its plumbing is
+checked just enough that an event shaped like API Gateway's but malformed is a 400, never a 500.
 """
 
 from __future__ import annotations
@@ -21,16 +22,16 @@ import chrf_core
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.api_gateway import ApiGatewayResolver
 from chrf_core.contract import EXECUTE_PATH
-from chrf_core.errors import error_envelope
-from chrf_core.service import decode_request
+from chrf_core.service import decode_request, error_envelope
+from scoring import score_request
 
 from observability import count, logger
-from service import score_request
 
 JSON = "application/json"
 
-http_api = APIGatewayHttpResolver()  # HTTP API, payload format 2.0 (and Lambda function URLs)
-rest_api = APIGatewayRestResolver()  # REST API proxy integration and HTTP API payload format 1.0
+# Route handlers return the output dict; the resolver writes it with json.dumps as the direct path's runtime does.
+http_api = APIGatewayHttpResolver(serializer=json.dumps)  # the template's HttpApi (payload format 2.0)
+rest_api = APIGatewayRestResolver(serializer=json.dumps)  # a REST API put in front (proxy integration; payload 1.0)
 
 
 def parse_body(event: dict[str, Any]) -> Any:
@@ -59,8 +60,8 @@ def internal_error(error: Exception) -> Response[str]:
 for resolver in (http_api, rest_api):
 
     @resolver.post(EXECUTE_PATH)
-    def execute(app: ApiGatewayResolver = resolver) -> Response[str]:
-        return Response(200, JSON, json.dumps(score_request(parse_body(app.current_event.raw_event), "http")))
+    def execute(app: ApiGatewayResolver = resolver) -> dict[str, Any]:
+        return score_request(parse_body(app.current_event.raw_event), "http")
 
     @resolver.not_found
     def not_found(_: Exception) -> Response[str]:

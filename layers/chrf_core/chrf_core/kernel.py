@@ -1,0 +1,176 @@
+"""The counting kernels behind one interface: the native one (C, ``chrf_core._kernel``) when it loads, else the
+pure-Python one (:mod:`chrf_core.python_kernel`); both count exactly the same, in time linear in the text.
+
+A kernel counts per-order n-grams (summed, or per segment) and scores many texts against many (MBR decoding). The
+score of counts is the formula's (:mod:`chrf_core.formula`, above this module), so the MBR operations take it as
+``exact``: the Python kernel scores every pair with it, the native one scores in double-double arithmetic and calls
+it only where its rounding is undecided. ``KERNEL`` names the one chosen, once, at import (the only place that
+tells the kernels apart is this module).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Sequence
+from fractions import Fraction
+from typing import TYPE_CHECKING, Any
+
+from . import python_kernel
+from .contract import Settings
+
+if TYPE_CHECKING:
+    import numpy
+
+Triple = tuple[int, int, int]  # one order's (hypothesis n-grams, reference n-grams, matching n-grams)
+ExactScore = Callable[[Sequence[Triple] | Sequence[list[int]]], Fraction]
+TOLERANCE_BITS = 80  # a native score within 2^-80 of a rounding midpoint is recomputed exactly
+
+
+def lowercased(texts: Sequence[str], settings: Settings) -> Sequence[str]:
+    """The texts as the kernels count them: lowercased when the settings ask for it (copies; inputs unchanged)."""
+    return [text.lower() for text in texts] if settings.lowercase else texts
+
+
+class Kernel:
+    """One counting kernel. ``threaded``: its MBR operations run without the GIL, so sets can go to threads."""
+
+    name = ""
+    threaded = False
+
+    def __init__(self, raw_count: Callable[..., Any]) -> None:
+        self.raw_count = raw_count  # count(hypotheses, references, char_order, word_order, include_whitespace,
+        #                              per_segment): the kernel's own entry point, texts already lowercased
+
+    def _count(self, hypotheses: Sequence[str], references: Sequence[str], settings: Settings,
+               per_segment: bool) -> Any:
+        if len(hypotheses) != len(references):
+            raise ValueError("counting: hypotheses and references differ in number")
+        return self.raw_count(lowercased(hypotheses, settings), lowercased(references, settings),
+                              settings.char_order, settings.word_order, settings.include_whitespace, per_segment)
+
+    def count(self, hypotheses: Sequence[str], references: Sequence[str], settings: Settings) -> tuple[Triple, ...]:
+        """Every order's counts summed over line-aligned, already checked segments."""
+        summed: tuple[Triple, ...] = self._count(hypotheses, references, settings, per_segment=False)
+        return summed
+
+    def segment_counts(self, hypotheses: Sequence[str], references: Sequence[str],
+                       settings: Settings) -> numpy.ndarray:
+        """Each segment's own counts: an int64 array shaped (segments, orders, 3)."""
+        import numpy
+
+        data = self._count(hypotheses, references, settings, per_segment=True)
+        return numpy.frombuffer(data, dtype=numpy.int64).reshape(len(hypotheses), settings.orders, 3)
+
+    def pairwise(self, hypotheses: Sequence[str], references: Sequence[str], settings: Settings, exact: ExactScore,
+                 threads: int) -> numpy.ndarray:
+        """Every hypothesis against every reference: float64 scores shaped (hypotheses, references), each the
+        correctly rounded value of ``exact`` of the pair's counts."""
+        raise NotImplementedError
+
+    def aggregate(self, hypotheses: Sequence[str], references: Sequence[str], settings: Settings, exact: ExactScore,
+                  threads: int) -> tuple[numpy.ndarray, numpy.ndarray]:
+        """Each hypothesis against the references' summed n-gram counts: its float64 score (correctly rounded from
+        ``exact``) and its per-order counts, an int64 array shaped (hypotheses, orders, 3): R x its n-grams, the
+        references' n-grams, matches."""
+        raise NotImplementedError
+
+
+class PythonKernel(Kernel):
+    """The plain definition: every MBR score computed exactly from the pair's counts."""
+
+    name = "python"
+
+    def pairwise(self, hypotheses: Sequence[str], references: Sequence[str], settings: Settings, exact: ExactScore,
+                 threads: int) -> numpy.ndarray:
+        import numpy
+
+        matrix = numpy.empty((len(hypotheses), len(references)))
+        for row, pairs in zip(matrix, python_kernel.pairwise(
+                lowercased(hypotheses, settings), lowercased(references, settings), settings.char_order,
+                settings.word_order, settings.include_whitespace)):
+            row[:] = [float(exact(orders)) for orders in pairs]
+        return matrix
+
+    def aggregate(self, hypotheses: Sequence[str], references: Sequence[str], settings: Settings, exact: ExactScore,
+                  threads: int) -> tuple[numpy.ndarray, numpy.ndarray]:
+        import numpy
+
+        scores = numpy.empty(len(hypotheses))
+        counts = numpy.empty((len(hypotheses), settings.orders, 3), dtype=numpy.int64)
+        for index, orders in enumerate(python_kernel.aggregate(
+                lowercased(hypotheses, settings), lowercased(references, settings), settings.char_order,
+                settings.word_order, settings.include_whitespace)):
+            counts[index] = orders
+            scores[index] = float(exact(orders))
+        return scores, counts
+
+
+class NativeKernel(Kernel):
+    """The C kernel: MBR scores in double-double arithmetic on several threads, without the GIL; a score whose
+    rounding it cannot decide is computed by ``exact``."""
+
+    name = "native"
+    threaded = True
+
+    def __init__(self, module: Any) -> None:
+        super().__init__(module.count)
+        self.module = module
+
+    def _scoring(self, settings: Settings) -> tuple[Any, ...]:
+        return (settings.char_order, settings.word_order, settings.include_whitespace, settings.beta,
+                settings.averaging == "per_order_f", TOLERANCE_BITS)
+
+    def pairwise(self, hypotheses: Sequence[str], references: Sequence[str], settings: Settings, exact: ExactScore,
+                 threads: int) -> numpy.ndarray:
+        import numpy
+
+        matrix = numpy.empty((len(hypotheses), len(references)))
+        undecided = self.module.pairwise(lowercased(hypotheses, settings), lowercased(references, settings),
+                                         *self._scoring(settings), threads, matrix)
+        flat = matrix.reshape(-1)
+        for index in undecided:
+            row, column = divmod(index, len(references))
+            flat[index] = float(exact(self.count([hypotheses[row]], [references[column]], settings)))
+        return matrix
+
+    def aggregate(self, hypotheses: Sequence[str], references: Sequence[str], settings: Settings, exact: ExactScore,
+                  threads: int) -> tuple[numpy.ndarray, numpy.ndarray]:
+        import numpy
+
+        scores = numpy.empty(len(hypotheses))
+        counts = numpy.empty((len(hypotheses), settings.orders, 3), dtype=numpy.int64)
+        undecided = self.module.aggregate(lowercased(hypotheses, settings), lowercased(references, settings),
+                                          *self._scoring(settings), threads, scores, counts)
+        for index in undecided:
+            scores[index] = float(exact(counts[index].tolist()))
+        return scores, counts
+
+
+def _load_native() -> tuple[Any, str | None]:
+    """The native kernel's module, or None and why not (None, None when switched off by CHRF_CORE_NATIVE=0)."""
+    if os.environ.get("CHRF_CORE_NATIVE", "1") == "0":
+        return None, None
+    try:
+        from . import _kernel  # type: ignore[attr-defined]
+    except ImportError as error:
+        present = any(name.startswith("_kernel.") for name in os.listdir(os.path.dirname(__file__)))
+        if not present:
+            return None, "not built (no _kernel extension beside chrf_core)"
+        return None, f"present but failed to load: {error}"
+    _kernel.set_seed(int.from_bytes(os.urandom(8), "little"))
+    return _kernel, None
+
+
+NATIVE, KERNEL_ERROR = _load_native()
+KERNELS: dict[str, Kernel] = {"python": PythonKernel(python_kernel.count)}
+if NATIVE is not None:
+    KERNELS["native"] = NativeKernel(NATIVE)
+KERNEL = "native" if NATIVE is not None else "python"  # the chosen kernel's name (tests and the bench switch it)
+if KERNEL_ERROR:
+    logging.getLogger("chrf_core").warning("chrf_core: native kernel not used, counting in Python: %s", KERNEL_ERROR)
+
+
+def chosen() -> Kernel:
+    """The kernel every count goes through."""
+    return KERNELS[KERNEL]
