@@ -86,4 +86,5 @@ def test_the_formula_rules_work_on_integers_and_arrays_alike():
     assert [bool(effective(h, r)) for h, r in ((0, 1), (1, 0), (2, 3))] == [False, False, True]
     assert effective(numpy.array([0, 1, 2]), numpy.array([1, 0, 3])).tolist() == [False, False, True]
     numerator, denominator = f_ratio(4, 10, 8, 5)  # P = 1/2, R = 5/8, beta 2
-    assert Fraction(numerator, denominator) == 5 * Fraction(1, 2) * Fraction(5, 8) / (4 * Fraction(1, 2) + Fraction(5, 8))
+    precision, recall = Fraction(1, 2), Fraction(5, 8)
+    assert Fraction(numerator, denominator) == 5 * precision * recall / (4 * precision + recall)
