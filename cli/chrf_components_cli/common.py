@@ -42,7 +42,7 @@ def settings_from(args: argparse.Namespace) -> chrf_core.CHRF:
         detail = error.detail
         for key, flag in FLAGS.items():
             detail = re.sub(rf"\b{key}\b", flag, detail)
-        flag = FLAGS.get(error.field or "", error.field)
+        flag = FLAGS.get(error.field or "", error.field or "settings")
         raise CommandError(detail if flag in detail else f"{flag}: {detail}") from None
 
 

@@ -17,7 +17,7 @@ import payloads  # noqa: E402
 from naive_chrf import naive_counts  # noqa: E402
 
 assert chrf_core.KERNEL == "native", chrf_core.kernel.KERNEL_ERROR
-native = chrf_core.kernel.KERNELS["native"]
+native = chrf_core.kernel.KERNELS["native"].raw_count
 rng = random.Random(5)
 alphabet = [*"ab c.,(", "é", "😀", "中", "\u3000", "\u2028", "\U0010ffff", "\x00"]
 for _ in range(4000):
@@ -61,12 +61,12 @@ for _ in range(300):  # pairwise: every shape of side, both averagings, the exac
         len(sides[0])] * 3
 chrf_core.kernel.NATIVE.pairwise([big, "ab"], [big[::-1]], 6, 2, False, 2, True, 1, 3, numpy.empty((2, 1)))
 chrf_core.kernel.NATIVE.aggregate([big, "ab"], [big[::-1], "b"], 6, 2, False, 2, True, 1, 3, numpy.empty(2),
-                                    numpy.empty((2, 8, 3), dtype=numpy.int64))
+                                  numpy.empty((2, 8, 3), dtype=numpy.int64))
 with contextlib.suppress(TypeError):
     chrf_core.kernel.NATIVE.pairwise(["a"], ["a", 3], 2, 0, False, 2, 0, 80, 1, numpy.empty((1, 2)))
 with contextlib.suppress(ValueError):
     chrf_core.kernel.NATIVE.pairwise(["a"], ["a", "b"], 2, 0, False, 2, 0, 80, 1, numpy.empty((1, 3)))
 with contextlib.suppress(ValueError):
     chrf_core.kernel.NATIVE.aggregate(["a"], ["a"], 2, 0, False, 2, 0, 80, 1, numpy.empty(1),
-                                        numpy.empty((1, 2, 2), dtype=numpy.int64))
+                                      numpy.empty((1, 2, 2), dtype=numpy.int64))
 print("sanitized run: no errors")

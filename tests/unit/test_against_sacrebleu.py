@@ -98,26 +98,38 @@ def test_hypothesis_ngrams_of_an_order_the_reference_lacks_still_count_unlike_sa
 
 
 SACREBLEU_USERS_CODE = """
+import json
+
 from sacrebleu.metrics import CHRF
 
-chrf = CHRF(word_order=WORD_ORDER, lowercase=LOWERCASE, whitespace=WHITESPACE)
+chrf = CHRF(word_order=WORD_ORDER, lowercase=LOWERCASE, whitespace=WHITESPACE, eps_smoothing=EPS)
 result = chrf.corpus_score(hypotheses, [references])
 sentence = chrf.sentence_score(hypotheses[0], [references[0]])
+signature = chrf.get_signature()
 outcome = {"score": result.score, "text": str(result), "sentence": sentence.score,
-           "signature": str(chrf.get_signature())}
+           "signature": str(signature), "short": signature.format(short=True),
+           "settings": [chrf.char_order, chrf.word_order, chrf.beta, chrf.lowercase, chrf.whitespace,
+                        chrf.eps_smoothing],
+           "result": [result.name, result.char_order, result.word_order, result.beta],
+           "formats": [result.format(), result.format(width=4), result.format(score_only=True),
+                       result.format(width=1, score_only=True)],
+           "signed": result.format(signature=str(signature)),
+           "json": json.loads(result.format(signature=str(signature), is_json=True))}
 """
 
 
-@pytest.mark.parametrize(("word_order", "lowercase", "whitespace"), [(0, False, False), (2, False, False),
-                                                                    (2, True, False), (0, False, True)])
-def test_a_sacrebleu_users_code_runs_unchanged_once_the_import_names_chrf_core(word_order, lowercase, whitespace):
+@pytest.mark.parametrize(("word_order", "lowercase", "whitespace", "eps"), [
+    (0, False, False, False), (2, False, False, False), (2, True, False, True), (0, False, True, False),
+    (2, False, True, True), (1, False, False, False)])
+def test_a_sacrebleu_users_code_runs_unchanged_once_the_import_names_chrf_core(word_order, lowercase, whitespace,
+                                                                              eps):
     from payloads import real_pairs
 
     request = {"char_order": 6, "word_order": word_order, "lowercase": lowercase, "include_whitespace": whitespace}
     pairs = [(h, r) for h, r in real_pairs() if reference_covers_hypothesis(h, r, request)]
     assert len(pairs) >= 30
     code = (SACREBLEU_USERS_CODE.replace("WORD_ORDER", str(word_order)).replace("LOWERCASE", str(lowercase))
-            .replace("WHITESPACE", str(whitespace)))
+            .replace("WHITESPACE", str(whitespace)).replace("EPS", str(eps)))
     theirs = {"hypotheses": [h for h, _ in pairs], "references": [r for _, r in pairs]}
     ours = dict(theirs)
     exec(compile(code, "sacrebleu", "exec"), theirs)
@@ -128,6 +140,16 @@ def test_a_sacrebleu_users_code_runs_unchanged_once_the_import_names_chrf_core(w
     assert ours["outcome"]["sentence"] == pytest.approx(theirs["outcome"]["sentence"], abs=1e-9)
     assert ours["outcome"]["text"] == theirs["outcome"]["text"]  # "chrF2++ = 54.95"
     assert ours["outcome"]["signature"].startswith("chrf-components:1.0.0|chrF2")  # ours, not to be taken for theirs
+    assert ours["outcome"]["short"] == ours["outcome"]["signature"]
+    for key in ("settings", "result", "formats"):  # the spellings read back, the result's name and format()
+        assert ours["outcome"][key] == theirs["outcome"][key], key
+    assert ours["outcome"]["signed"] == f"{theirs['outcome']['text'].split(' = ')[0]}|{ours['outcome']['signature']}"\
+                                        f" = {theirs['outcome']['formats'][0].split(' = ')[1]}"
+    assert {key: ours["outcome"]["json"][key] for key in ("name", "score")} == {
+        key: theirs["outcome"]["json"][key] for key in ("name", "score")}
+    assert ours["outcome"]["json"]["nc"] == theirs["outcome"]["json"]["nc"] == "6"
+    averaging = "per_order_f" if eps else "precision_recall"
     assert ours["result"].exact == Fraction(chrf_core.CHRF(word_order=word_order, lowercase=lowercase,
-                                                           include_whitespace=whitespace).corpus_score(
-        ours["hypotheses"], ours["references"]).to_dict()["score_fraction"])
+                                                           include_whitespace=whitespace, averaging=averaging)
+                                            .corpus_score(ours["hypotheses"], ours["references"])
+                                            .to_dict()["score_fraction"])

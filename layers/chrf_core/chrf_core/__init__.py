@@ -37,19 +37,19 @@ __all__ = ["CHRF", "KERNEL", "MAX_SEGMENTS", "MAX_TEXT_BYTES", "MAX_TEXT_LENGTH"
 
 def corpus_report(hypotheses: Iterable[str], references: Iterable[str], **settings: Any) -> Report:
     """``CHRF(**settings).corpus_score(hypotheses, references)`` (a misspelt setting is InvalidInputError)."""
-    return CHRF.of_settings(settings).corpus_score(hypotheses, references)
+    return CHRF.of_keywords(settings).corpus_score(hypotheses, references)
 
 
 def segment_scores(hypotheses: Iterable[str], references: Iterable[str], **settings: Any) -> Iterator[Fraction]:
-    """Each segment's exact score: ``CHRF.of_settings(settings).segment_scores(hypotheses, references, exact=True)``."""
-    return CHRF.of_settings(settings).segment_scores(hypotheses, references, exact=True)
+    """Each segment's exact score: ``CHRF.of_keywords(settings).segment_scores(hypotheses, references, exact=True)``."""
+    return CHRF.of_keywords(settings).segment_scores(hypotheses, references, exact=True)
 
 
 def segment_reports(hypotheses: Iterable[str], references: Iterable[str], **settings: Any) -> Iterator[Report]:
-    """``CHRF.of_settings(settings).segment_reports(hypotheses, references)``."""
-    return CHRF.of_settings(settings).segment_reports(hypotheses, references)
+    """``CHRF.of_keywords(settings).segment_reports(hypotheses, references)``."""
+    return CHRF.of_keywords(settings).segment_reports(hypotheses, references)
 
 
 def pairwise(hypotheses: Sequence[str], references: Sequence[str], **settings: Any) -> numpy.ndarray:
-    """``CHRF.of_settings(settings).pairwise(hypotheses, references)``."""
-    return CHRF.of_settings(settings).pairwise(hypotheses, references)
+    """``CHRF.of_keywords(settings).pairwise(hypotheses, references)``."""
+    return CHRF.of_keywords(settings).pairwise(hypotheses, references)

@@ -51,6 +51,24 @@ if TYPE_CHECKING:
 CHUNK = 4096  # segments read and counted at a time
 
 
+class Signature(str):
+    """A signature as sacreBLEU's ``get_signature()`` returns one: ``format()`` and ``str()`` give the text (which
+    has no shorter form)."""
+
+    def format(self, short: bool = False) -> str:  # type: ignore[override]
+        return str(self)
+
+
+class _Unset:
+    """A setting left out (so that sacreBLEU's spelling of it may give it)."""
+
+    def __repr__(self) -> str:
+        return "<unset>"
+
+
+_UNSET: Any = _Unset()
+
+
 @dataclass(frozen=True)
 class CHRF:
     """chrF / chrF++ with the contract's settings: character orders 1..char_order, word orders 1..word_order (2 gives
@@ -58,24 +76,24 @@ class CHRF:
     and the averaging (``"precision_recall"``: sacreBLEU 2.x; ``"per_order_f"``: chrF++.py's arithmetic).
 
     A rule broken on construction raises :class:`InvalidInputError` (a ValueError) naming the setting; 6.0 counts as 6
-    (as in JSON), a boolean never counts as a number. sacreBLEU's ``whitespace`` is accepted for
-    ``include_whitespace``, and its ``eps_smoothing`` as False. Instances are immutable and hashable."""
+    (as in JSON), a boolean never counts as a number. sacreBLEU's spellings work too, and read back: ``whitespace``
+    is ``include_whitespace``, ``eps_smoothing=True`` is ``averaging="per_order_f"`` (chrF++.py's arithmetic, which
+    sacreBLEU's epsilon smoothing gives) and False is ``"precision_recall"``; a spelling that contradicts the other
+    is an error. Instances are immutable and hashable."""
 
     char_order: int = 6
     word_order: int = 0
     beta: int = 2
     lowercase: bool = False
-    include_whitespace: bool = False
-    averaging: str = AVERAGINGS[0]
+    include_whitespace: bool = _UNSET  # False unless given (here or as whitespace)
+    averaging: str = _UNSET  # "precision_recall" unless given (here or as eps_smoothing)
     whitespace: InitVar[bool | None] = None  # sacreBLEU's name for include_whitespace
-    eps_smoothing: InitVar[bool] = False  # sacreBLEU's option; the contract adds no epsilon
+    eps_smoothing: InitVar[bool | None] = None  # sacreBLEU's switch between the two averagings
 
-    def __post_init__(self, whitespace: bool | None, eps_smoothing: bool) -> None:
-        if whitespace is not None:
-            object.__setattr__(self, "include_whitespace", whitespace)
-        if eps_smoothing is not False:
-            raise InvalidInputError("eps_smoothing", "sacreBLEU's epsilon smoothing is outside the contract (only "
-                                                     "False)")
+    def __post_init__(self, whitespace: bool | None, eps_smoothing: bool | None) -> None:
+        self._resolve("include_whitespace", "whitespace", whitespace, {True: True, False: False}, False)
+        self._resolve("averaging", "eps_smoothing", eps_smoothing, {True: AVERAGINGS[1], False: AVERAGINGS[0]},
+                      AVERAGINGS[0])
         for key, (low, high) in INTEGER_RANGES.items():
             object.__setattr__(self, key, _integer(key, getattr(self, key), low, high))
             if key == "word_order" and self.char_order == 0 and self.word_order == 0:
@@ -86,6 +104,20 @@ class CHRF:
         if type(self.averaging) is not str or self.averaging not in AVERAGINGS:
             raise InvalidInputError("averaging",
                                     f"must be one of {', '.join(AVERAGINGS)}, got {describe(self.averaging)}")
+
+    def _resolve(self, key: str, alias: str, alias_value: Any, meaning: dict[bool, Any], default: Any) -> None:
+        """A setting given as itself, as sacreBLEU's spelling (``alias``), both (which must agree) or neither."""
+        given = getattr(self, key)
+        if alias_value is None:
+            if given is _UNSET:
+                object.__setattr__(self, key, default)
+            return
+        if type(alias_value) is not bool:
+            raise InvalidInputError(alias, f"must be a boolean (True or False), got {describe(alias_value)}")
+        if given is not _UNSET and given != meaning[alias_value]:
+            raise InvalidInputError(alias, f"sacreBLEU's {alias}={alias_value} means {key}={meaning[alias_value]!r}, "
+                                           f"but {key}={given!r} was given too")
+        object.__setattr__(self, key, meaning[alias_value])
 
     @classmethod
     def of(cls, values: Mapping[str, Any]) -> CHRF:
@@ -102,6 +134,15 @@ class CHRF:
             if key not in SETTING_KEYS:
                 raise unknown_key_error(key, SETTING_KEYS, subject=subject)
         return cls.of(values)
+
+    @classmethod
+    def of_keywords(cls, values: Mapping[str, Any]) -> CHRF:
+        """The settings of a Python call's keywords (``corpus_report(..., word_order=2)``): the settings and
+        sacreBLEU's spellings of them; any other keyword is an InvalidInputError naming the allowed ones."""
+        for key in values:
+            if key not in SETTING_KEYS and key not in SACREBLEU_SPELLINGS:
+                raise unknown_key_error(key, (*SETTING_KEYS, *SACREBLEU_SPELLINGS), subject="settings")
+        return cls(**values)
 
     def as_dict(self) -> dict[str, int | bool | str]:
         """The settings as the output echoes them, in its key order."""
@@ -126,9 +167,10 @@ class CHRF:
                          f"space:{'yes' if self.include_whitespace else 'no'}",
                          f"case:{'lc' if self.lowercase else 'mixed'}", f"avg:{self.averaging}", "hyp:all"])
 
-    def get_signature(self) -> str:
-        """:attr:`signature`, under sacreBLEU's method name."""
-        return self.signature
+    def get_signature(self) -> Signature:
+        """:attr:`signature` under sacreBLEU's method name, as an object like sacreBLEU's ``Signature`` (a str
+        with ``format(short=False)``)."""
+        return Signature(self.signature)
 
     # ---- scoring ---------------------------------------------------------------------------------------------
 
@@ -301,6 +343,13 @@ class CHRF:
         for chunk in _chunks(hypotheses, references):
             for row in segment_counts(chunk[0], chunk[1], self).tolist():
                 yield tuple(map(tuple, row))
+
+
+SACREBLEU_SPELLINGS = ("whitespace", "eps_smoothing")
+# sacreBLEU's attribute names read back what they mean (CHRF(whitespace=True).whitespace is True)
+for _spelling, _reading in (("whitespace", lambda self: self.include_whitespace),
+                            ("eps_smoothing", lambda self: self.averaging == AVERAGINGS[1])):
+    setattr(CHRF, _spelling, property(_reading))  # after @dataclass, which keeps the InitVar's default for __init__
 
 
 def _integer(key: str, value: Any, low: int, high: int) -> int:

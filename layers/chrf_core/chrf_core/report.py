@@ -87,9 +87,38 @@ class Report(NamedTuple):
     def effective_order_count(self) -> int:
         return sum(order.effective for order in self.orders)
 
-    def format(self, width: int = 2) -> str:
-        """As sacreBLEU writes a score: ``chrF2++ = 54.95``."""
-        return f"{self.settings.name} = {self.score:.{width}f}"
+    @property
+    def name(self) -> str:
+        """The metric's name, as sacreBLEU's ``CHRFScore.name`` (``chrF2++``)."""
+        return self.settings.name
+
+    @property
+    def char_order(self) -> int:
+        return self.settings.char_order
+
+    @property
+    def word_order(self) -> int:
+        return self.settings.word_order
+
+    @property
+    def beta(self) -> int:
+        return self.settings.beta
+
+    def format(self, width: int = 2, score_only: bool = False, signature: str = "", is_json: bool = False) -> str:
+        """As sacreBLEU's ``Score.format`` writes a score: ``chrF2++ = 54.95``, ``chrF2++|SIGNATURE = 54.95`` with a
+        signature, the number alone with ``score_only``, or a JSON object (name, score, signature and the
+        signature's ``key:value`` parts) with ``is_json``."""
+        number = f"{self.score:.{width}f}"
+        if is_json:
+            fields: dict[str, Any] = {"name": self.name, "score": float(number), "signature": str(signature)}
+            for part in str(signature).split("|"):
+                key, colon, value = part.partition(":")
+                if colon:
+                    fields[key] = value
+            return json.dumps(fields, indent=1, ensure_ascii=False)
+        if score_only:
+            return number
+        return f"{self.name}|{signature} = {number}" if signature else f"{self.name} = {number}"
 
     def __str__(self) -> str:
         return self.format()
