@@ -72,30 +72,32 @@ class WorstSegments:
 
 def score_files(
     hypothesis_file: LineFile,
-    reference_file: LineFile,
+    reference_files: list[LineFile],
     settings: chrf_core.CHRF,
     per_segment: bool = False,
     worst: int = 0,
     progress: Callable[[int], None] | None = None,
 ) -> CorpusResult:
-    """Corpus counts of two line-aligned files; with ``per_segment``, a histogram of segment scores and the
-    ``worst`` lowest-scoring segments too."""
+    """Corpus counts of line-aligned files (several reference files: each segment against its best reference);
+    with ``per_segment``, a histogram of segment scores and the ``worst`` lowest-scoring segments too (shown with
+    the first reference)."""
     parts: list[chrf_core.Counts] = []
     facts = Facts()
     histogram = [0] * HISTOGRAM_BINS
     lowest = WorstSegments(worst)
-    for hypotheses, references in aligned_chunks([hypothesis_file, reference_file]):
+    for hypotheses, *reference_streams in aligned_chunks([hypothesis_file, *reference_files]):
         first = facts.segments + 1
+        references = reference_streams[0]
         _observe(facts, hypotheses, references, settings.word_order > 0)
         if per_segment:
-            counts = settings.segment_counts(hypotheses, references)
+            counts = settings.segment_counts(hypotheses, reference_streams)
             parts.append(chrf_core.Counts.of_array(settings, len(hypotheses), counts.sum(axis=0)))
             for index, orders in enumerate(counts.tolist()):
                 score = settings.exact_score(orders)
                 histogram[min(HISTOGRAM_BINS - 1, int(score * HISTOGRAM_BINS / 100))] += 1
                 lowest.offer(score, first + index, hypotheses[index], references[index])
         else:
-            parts.append(settings.corpus_counts(hypotheses, references))
+            parts.append(settings.corpus_counts(hypotheses, reference_streams))
         if progress:
             progress(facts.segments)
         if len(parts) > 1:

@@ -60,7 +60,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     score = commands.add_parser("score", help="score line-aligned files and explain the score by n-gram order")
     score.add_argument("hyp_file", metavar="HYP_FILE", help="hypotheses, one segment per line ('-' for stdin)")
-    score.add_argument("ref_file", metavar="REF_FILE", help="references, one segment per line ('-' for stdin)")
+    score.add_argument("ref_files", metavar="REF_FILE", nargs="+",
+                       help="references, one segment per line ('-' for stdin); several files: several references "
+                            "per segment, each segment scored against its best (as sacreBLEU)")
     add_settings(score)
     score.add_argument("--json", action="store_true", help="print the report (exact fractions) as JSON")
     score.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report ('-': stdout)")
@@ -68,7 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     segments = commands.add_parser("segments", help="score every segment on its own (sacreBLEU --sentence-level)")
     segments.add_argument("hyp_file", metavar="HYP_FILE")
-    segments.add_argument("ref_file", metavar="REF_FILE")
+    segments.add_argument("ref_files", metavar="REF_FILE", nargs="+")
     add_settings(segments)
     segments.add_argument("--json", action="store_true", help="JSON Lines: each segment's report plus its line")
     segments.add_argument("--worst", type=int, metavar="N", help="only the N lowest-scoring segments, explained")

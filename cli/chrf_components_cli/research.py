@@ -17,10 +17,10 @@ def command_score(args: argparse.Namespace) -> int:
     if args.html == "-" and args.json:
         raise CommandError("--html - and --json both write to standard output; choose one")
     settings = settings_from(args)
-    files = open_inputs((args.hyp_file, "HYP_FILE"), (args.ref_file, "REF_FILE"))
+    files = open_inputs((args.hyp_file, "HYP_FILE"), *[(name, "REF_FILE") for name in args.ref_files])
     progress = corpus.progress_printer(files)
     try:
-        result = corpus.score_files(files[0], files[1], settings, per_segment=bool(args.html),
+        result = corpus.score_files(files[0], files[1:], settings, per_segment=bool(args.html),
                                     worst=5 if args.html else 0, progress=progress)
     finally:
         corpus.finish_progress(progress)
@@ -28,7 +28,7 @@ def command_score(args: argparse.Namespace) -> int:
             file.close()
     report = settings.report(result.counts)
     if args.html:
-        write_output(args.html, pages.score_page(report, args.hyp_file, args.ref_file, result.facts,
+        write_output(args.html, pages.score_page(report, args.hyp_file, ", ".join(args.ref_files), result.facts,
                                                  result.histogram, result.worst))
         if args.html == "-":
             return 0
@@ -45,12 +45,12 @@ def command_segments(args: argparse.Namespace) -> int:
     settings = settings_from(args)
     if args.worst is not None and args.worst < 1:
         raise CommandError("--worst: must be a positive number of segments")
-    files = open_inputs((args.hyp_file, "HYP_FILE"), (args.ref_file, "REF_FILE"))
+    files = open_inputs((args.hyp_file, "HYP_FILE"), *[(name, "REF_FILE") for name in args.ref_files])
     try:
         if args.worst:
             progress = corpus.progress_printer(files)
             try:
-                result = corpus.score_files(files[0], files[1], settings, per_segment=True, worst=args.worst,
+                result = corpus.score_files(files[0], files[1:], settings, per_segment=True, worst=args.worst,
                                             progress=progress)
             finally:
                 corpus.finish_progress(progress)
@@ -58,7 +58,7 @@ def command_segments(args: argparse.Namespace) -> int:
             return 0
         out = sys.stdout
         line = 1
-        for hypotheses, references in aligned_chunks(files):
+        for hypotheses, *references in aligned_chunks(files):
             counts = settings.segment_counts(hypotheses, references)
             if args.json:
                 out.write(settings.json_lines(counts, line))

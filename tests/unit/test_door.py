@@ -51,7 +51,7 @@ def test_counts_and_reports_come_back_from_their_dicts():
     (["a", 3], r"hypotheses\[1\]: must be a string, got the number 3"),
     (["a", "b\ud800c"], r"hypotheses\[1\]: must not contain a lone surrogate"),
     (["a", "\ud83d\ude00"], r"hypotheses\[1\]: must not contain a lone surrogate"),  # a pair is two lone ones
-    (["a", "b", "c"], r"references: must have as many segments as hypotheses \(3\), got 2"),
+    (["a", "b", "c"], r"references: must have as many segments as hypotheses, got only 2"),
 ])
 def test_segment_counts_checks_its_texts_and_names_the_first_that_breaks_a_rule(hypotheses, message):
     with pytest.raises(InvalidInputError, match=message):

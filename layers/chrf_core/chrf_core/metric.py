@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     import numpy
 
 CHUNK = 4096  # segments read and counted at a time
+References = Iterable[str] | Sequence[Iterable[str | None]]  # one stream, or sacreBLEU's list of streams
 
 
 class Signature(str):
@@ -174,7 +175,7 @@ class CHRF:
 
     # ---- scoring ---------------------------------------------------------------------------------------------
 
-    def corpus_score(self, hypotheses: Iterable[str], references: Iterable[str] | Sequence[Iterable[str]]) -> Report:
+    def corpus_score(self, hypotheses: Iterable[str], references: References) -> Report:
         """The corpus score of line-aligned segments, with every order's counts and exact fractions; ``to_dict()``
         is the contract's JSON output (the service's and the corpus pipeline's for the same segments).
 
@@ -183,34 +184,37 @@ class CHRF:
         return report_of(self.corpus_counts(hypotheses, references))
 
     def corpus_counts(self, hypotheses: Iterable[str],
-                      references: Iterable[str] | Sequence[Iterable[str]]) -> Counts:
+                      references: References) -> Counts:
         """The per-order counts behind :meth:`corpus_score`: mergeable with other segments' counts
         (:meth:`Counts.merge`), scored by :meth:`report`."""
-        parts = [count_segments(chunk[0], chunk[1], self) for chunk in _chunks(*_streams(hypotheses, references))]
+        parts = [count_segments(hypothesis_chunk, reference_chunks[0], self) if len(reference_chunks) == 1 else
+                 Counts.of_array(self, len(hypothesis_chunk), self._best_rows(hypothesis_chunk, reference_chunks)
+                                 .sum(axis=0))
+                 for hypothesis_chunk, reference_chunks in _chunks(*_streams(hypotheses, references))]
         if not parts:
             raise InvalidInputError(TEXT_KEYS[0], "at least 1 segment, got 0")
         return Counts.merge(parts)
 
-    def sentence_score(self, hypothesis: str, references: str | Sequence[str]) -> Report:
-        """One segment's score (sacreBLEU's ``sentence_score``: the references as a list, here of exactly one)."""
+    def sentence_score(self, hypothesis: str, references: str | Sequence[str | None]) -> Report:
+        """One segment's score (sacreBLEU's ``sentence_score``): ``references`` a list of its references (against
+        the best one, as :meth:`corpus_score` chooses), or one reference."""
         if not isinstance(hypothesis, str):
             raise TypeError(f"hypothesis: expected a str, got {type(hypothesis).__name__}")
-        if not isinstance(references, str):
-            if len(references) != 1:
-                raise ValueError(f"references: {len(references)} references; multiple references per segment "
-                                 "are outside the contract (give exactly one)")
-            references = references[0]
-        return self.corpus_score([hypothesis], [references])
+        if isinstance(references, str):
+            return self.corpus_score([hypothesis], [references])
+        if not references:
+            raise InvalidInputError(TEXT_KEYS[1], "at least 1 reference, got 0")
+        return self.corpus_score([hypothesis], [[reference] for reference in references])
 
     @overload
-    def segment_scores(self, hypotheses: Iterable[str], references: Iterable[str] | Sequence[Iterable[str]],
+    def segment_scores(self, hypotheses: Iterable[str], references: References,
                        exact: Literal[False] = False) -> numpy.ndarray | Iterator[float]: ...
 
     @overload
-    def segment_scores(self, hypotheses: Iterable[str], references: Iterable[str] | Sequence[Iterable[str]],
+    def segment_scores(self, hypotheses: Iterable[str], references: References,
                        exact: Literal[True]) -> Iterator[Fraction]: ...
 
-    def segment_scores(self, hypotheses: Iterable[str], references: Iterable[str] | Sequence[Iterable[str]],
+    def segment_scores(self, hypotheses: Iterable[str], references: References,
                        exact: bool = False) -> numpy.ndarray | Iterator[float] | Iterator[Fraction]:
         """Each segment's own score (0..100), in order: a float64 NumPy array when both sides are sequences, else
         an iterator that reads the segments as it goes; with ``exact``, an iterator of exact Fractions. The floats
@@ -218,9 +222,8 @@ class CHRF:
         hypotheses, references = _streams(hypotheses, references)
         if check_flag("exact", exact):
             return (exact_score(self, orders) for orders in self._segment_rows(hypotheses, references))
-        floats = (float_scores(self, segment_counts(chunk[0], chunk[1], self))
-                  for chunk in _chunks(hypotheses, references))
-        if isinstance(hypotheses, Sequence) and isinstance(references, Sequence):
+        floats = (float_scores(self, self._best_rows(*chunk)) for chunk in _chunks(hypotheses, references))
+        if isinstance(hypotheses, Sequence) and all(isinstance(stream, Sequence) for stream in references):
             import numpy
 
             parts = list(floats)
@@ -228,7 +231,7 @@ class CHRF:
         return (score for part in floats for score in part.tolist())
 
     def segment_reports(self, hypotheses: Iterable[str],
-                        references: Iterable[str] | Sequence[Iterable[str]]) -> Iterator[Report]:
+                        references: References) -> Iterator[Report]:
         """Each segment's own report, in order, as the segments are read."""
         hypotheses, references = _streams(hypotheses, references)
         return (report_of(Counts(self, 1, orders)) for orders in self._segment_rows(hypotheses, references))
@@ -280,17 +283,15 @@ class CHRF:
 
     # ---- counts, and what is made of them (for the command line, the functions and other tools) ----------------
 
-    def segment_counts(self, hypotheses: Sequence[str], references: Sequence[str]) -> numpy.ndarray:
+    def segment_counts(self, hypotheses: Sequence[str], references: References) -> numpy.ndarray:
         """Each segment's own per-order counts: an int64 NumPy array shaped (segments, orders, 3), (hypothesis
         n-grams, reference n-grams, matches) per order, for :meth:`float_scores`, :meth:`score_texts`,
-        :meth:`json_lines` or summing (:meth:`Counts.of_array`). One chunk of line-aligned texts, checked."""
-        for key, texts in zip(TEXT_KEYS, (hypotheses, references)):
-            not_one_text(key, texts)
-            check_chunk(key, texts)
-        if len(hypotheses) != len(references):
-            raise InvalidInputError(TEXT_KEYS[1], f"must have as many segments as hypotheses ({len(hypotheses)}), "
-                                                  f"got {len(references)}")
-        return segment_counts(hypotheses, references, self)
+        :meth:`json_lines` or summing (:meth:`Counts.of_array`). Line-aligned texts, checked; with several
+        reference streams, each segment's counts against its best reference (as :meth:`corpus_score`)."""
+        import numpy
+
+        rows = [self._best_rows(*chunk) for chunk in _chunks(*_streams(hypotheses, references))]
+        return numpy.concatenate(rows) if rows else numpy.empty((0, self.orders, 3), dtype=numpy.int64)
 
     def report(self, counts: Counts) -> Report:
         """The report of counts made with these settings (:meth:`corpus_counts`, merged ones, read-back ones)."""
@@ -339,10 +340,32 @@ class CHRF:
         orders = tuple((o["hypothesis_ngrams"], o["reference_ngrams"], o["matching_ngrams"]) for o in output["orders"])
         return report_of(Counts(settings, output["segment_count"], orders))
 
-    def _segment_rows(self, hypotheses: Iterable[str], references: Iterable[str]) -> Iterator[tuple[Triple, ...]]:
+    def _segment_rows(self, hypotheses: Iterable[str],
+                      references: list[Iterable[Any]]) -> Iterator[tuple[Triple, ...]]:
         for chunk in _chunks(hypotheses, references):
-            for row in segment_counts(chunk[0], chunk[1], self).tolist():
+            for row in self._best_rows(*chunk).tolist():
                 yield tuple(map(tuple, row))
+
+    def _best_rows(self, hypotheses: list[str], references: list[list[Any]]) -> numpy.ndarray:
+        """Each segment's counts against its best reference, sacreBLEU's rule for several: the one whose segment
+        score is highest (the first of equals; None skipped), decided exactly."""
+        if len(references) == 1:
+            return segment_counts(hypotheses, references[0], self)
+        import numpy
+
+        rows = numpy.stack([segment_counts(hypotheses, [text if text is not None else "" for text in stream], self)
+                            for stream in references])  # (streams, segments, orders, 3)
+        scores = float_scores(self, rows)
+        scores[numpy.array([[text is None for text in stream] for stream in references])] = -numpy.inf
+        best = scores.argmax(axis=0)
+        ordered = numpy.sort(scores, axis=0)
+        close = numpy.flatnonzero(ordered[-1] - ordered[-2] <= 1e-9 * numpy.maximum(ordered[-1], 1))
+        for segment in close.tolist():  # within the float formula's error of a tie: exact scores decide
+            candidates = [(exact_score(self, rows[k, segment].tolist()), -k) for k in range(len(references))
+                          if references[k][segment] is not None]
+            best[segment] = -max(candidates)[1]
+        chosen: numpy.ndarray = rows[best, numpy.arange(len(hypotheses))]
+        return chosen
 
 
 SACREBLEU_SPELLINGS = ("whitespace", "eps_smoothing")
@@ -364,36 +387,47 @@ def _integer(key: str, value: Any, low: int, high: int) -> int:
     return value
 
 
-def _streams(hypotheses: Iterable[str],
-             references: Iterable[str] | Sequence[Iterable[str]]) -> tuple[Iterable[str], Iterable[str]]:
-    """The hypotheses and the one reference stream (``references`` as sacreBLEU takes it: a list of streams, of
-    which the contract allows one; or that stream itself)."""
+def _streams(hypotheses: Iterable[str], references: References) -> tuple[Iterable[str], list[Iterable[Any]]]:
+    """The hypotheses and the reference streams: ``references`` as sacreBLEU takes it, a list of streams (one per
+    reference translation, ``None`` where a segment lacks that one), or a single stream itself."""
     not_one_text(TEXT_KEYS[0], hypotheses)
     not_one_text(TEXT_KEYS[1], references)
     if isinstance(references, Sequence) and references and isinstance(references[0], Iterable) and not isinstance(
             references[0], (str, bytes)):
-        if len(references) > 1:
-            raise ValueError(f"references: {len(references)} reference streams; multiple references per segment "
-                             "are outside the contract (give one stream)")
-        stream: Iterable[str] = references[0]
-        not_one_text(TEXT_KEYS[1], stream)
-        return hypotheses, stream
-    return hypotheses, references  # type: ignore[return-value]
+        for index, stream in enumerate(references):
+            not_one_text(f"references[{index}]", stream)
+        return hypotheses, list(references)
+    return hypotheses, [references]
 
 
-def _chunks(hypotheses: Iterable[str], references: Iterable[str]) -> Iterator[tuple[list[str], list[str]]]:
-    """Aligned chunks of checked texts; unequal numbers of segments are an error when the shorter side ends."""
-    hypothesis_stream, reference_stream = iter(hypotheses), iter(references)
+def _chunks(hypotheses: Iterable[str], streams: list[Iterable[Any]]) -> Iterator[tuple[list[str], list[list[Any]]]]:
+    """Aligned chunks of checked texts, one list per reference stream; unequal numbers of segments are an error when
+    the shorter side ends. With several streams a reference may be None (that segment lacks it), not all of one
+    segment's."""
+    hypothesis_stream, reference_streams = iter(hypotheses), [iter(stream) for stream in streams]
+    several = len(streams) > 1
     offset = 0
     while True:
-        chunk: tuple[list[str], list[str]] = list(islice(hypothesis_stream, CHUNK)), []
-        chunk[1].extend(islice(reference_stream, len(chunk[0]) or 1))
-        if len(chunk[0]) != len(chunk[1]):
-            found = f"more than {offset}" if len(chunk[1]) > len(chunk[0]) else f"only {offset + len(chunk[1])}"
-            raise InvalidInputError(TEXT_KEYS[1], f"must have as many segments as hypotheses, got {found}")
-        if not chunk[0]:
+        hypothesis_chunk = list(islice(hypothesis_stream, CHUNK))
+        reference_chunks = [list(islice(stream, len(hypothesis_chunk) or 1)) for stream in reference_streams]
+        for index, chunk in enumerate(reference_chunks):
+            if len(chunk) != len(hypothesis_chunk):
+                found = f"more than {offset}" if len(chunk) > len(hypothesis_chunk) else \
+                    f"only {offset + len(chunk)}"
+                raise InvalidInputError(TEXT_KEYS[1], f"must have as many segments as hypotheses, got {found}",
+                                        subject=f"references[{index}]" if several else None)
+        if not hypothesis_chunk:
             return
-        for key, texts in zip(TEXT_KEYS, chunk):
-            check_chunk(key, texts, offset)
-        yield chunk
-        offset += len(chunk[0])
+        check_chunk(TEXT_KEYS[0], hypothesis_chunk, offset)
+        for chunk in reference_chunks:
+            if several:
+                check_chunk(TEXT_KEYS[1], [text if text is not None else "" for text in chunk], offset)
+            else:
+                check_chunk(TEXT_KEYS[1], chunk, offset)
+        if several:
+            for position, texts in enumerate(zip(*reference_chunks)):
+                if all(text is None for text in texts):
+                    raise InvalidInputError(TEXT_KEYS[1], "every reference of this segment is None (at least one "
+                                                          "is needed)", index=offset + position)
+        yield hypothesis_chunk, reference_chunks
+        offset += len(hypothesis_chunk)
