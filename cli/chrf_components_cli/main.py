@@ -23,7 +23,7 @@ import sys
 from collections.abc import Sequence
 
 import chrf_core
-from chrf_core.contract import AVERAGINGS
+from chrf_core.contract import AVERAGINGS, NORMALIZATIONS
 
 from . import research, service_commands
 from .common import EXIT_USAGE, CommandError, Parser
@@ -40,7 +40,8 @@ def port(text: str) -> int:
     return value
 
 
-def add_settings(parser: argparse.ArgumentParser) -> None:
+def add_settings(parser: argparse.ArgumentParser, library: bool = True) -> None:
+    """The scoring flags; ``library``: the commands scored here (not by the service) also take --normalize."""
     defaults = chrf_core.CHRF()
     parser.add_argument("--char-order", type=int, default=defaults.char_order,
                         help=f"character n-gram orders 1..N (default {defaults.char_order})")
@@ -51,6 +52,9 @@ def add_settings(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--include-whitespace", action="store_true", help="keep whitespace in character n-grams")
     parser.add_argument("--averaging", choices=AVERAGINGS, default=defaults.averaging,
                         help="average P and R over orders (sacreBLEU) or F per order (chrF++.py)")
+    if library:
+        parser.add_argument("--normalize", choices=NORMALIZATIONS,
+                            help="Unicode-normalize both sides first (recorded in the signature; not the service's)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -121,7 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("hyp_file", metavar="HYP_FILE")
     run.add_argument("ref_file", metavar="REF_FILE")
     run.add_argument("--stack", required=True, help="the deployed stack's name")
-    add_settings(run)
+    add_settings(run, library=False)
     run.add_argument("--json", action="store_true", help="print the report as JSON")
     run.set_defaults(run=service_commands.command_pipeline_run)
     return parser

@@ -213,12 +213,13 @@ def _order_table(report: chrf_core.Report) -> str:
             f"<tbody>{rows}</tbody></table></div>")
 
 
-def _worst_section(worst: Sequence[Any], lowercase: bool) -> str:
+def _worst_section(worst: Sequence[Any], settings: Any) -> str:
     if not worst:
         return ""
     items = []
     for segment in worst:
-        marked_h, marked_r = marked_tokens(segment.hypothesis, segment.reference, lowercase)
+        marked_h, marked_r = marked_tokens(segment.hypothesis, segment.reference, settings.lowercase,
+                                           settings.normalize)
         items.append(
             f'<div class="segment"><p><span class="label">line {segment.line}</span>'
             f"score {chrf_core.score_text(segment.score)}</p>"
@@ -250,7 +251,7 @@ def score_page(report: chrf_core.Report, hypothesis_name: str, reference_name: s
     if histogram is not None:
         body.append(f"<h2>Segment scores</h2><figure>{histogram_chart(histogram)}<figcaption>Each segment scored "
                     "on its own, in bins of 5 points.</figcaption></figure>")
-    body.append(_worst_section(worst, report.settings.lowercase))
+    body.append(_worst_section(worst, report.settings))
     body.append(f"<h2>What stands out</h2><ul>{notes}</ul>")
     return _page(f"{report.settings.name} {score}: {hypothesis_name}", "".join(body))
 

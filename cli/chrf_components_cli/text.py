@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections import Counter
 from fractions import Fraction
 from typing import Any
@@ -171,12 +172,18 @@ def diagnosis(report: chrf_core.Report, facts: Any = None) -> list[str]:
 Marked = list[tuple[str, bool]]
 
 
-def marked_tokens(hypothesis: str, reference: str, lowercase: bool) -> tuple[Marked, Marked]:
+def marked_tokens(hypothesis: str, reference: str, lowercase: bool,
+                  normalize: str | None = None) -> tuple[Marked, Marked]:
     """Each side's word tokens with whether they match a token on the other side (clipped, as word unigrams
-    match): the unmatched ones are what a reader should look at."""
+    match, after the settings' normalization and lowercasing): the unmatched ones are what a reader should look
+    at."""
     tokens_h, tokens_r = chrf_core.words(hypothesis), chrf_core.words(reference)
-    keys_h = [token.lower() for token in tokens_h] if lowercase else tokens_h
-    keys_r = [token.lower() for token in tokens_r] if lowercase else tokens_r
+
+    def key(token: str) -> str:
+        token = unicodedata.normalize(normalize, token) if normalize else token  # type: ignore[arg-type]
+        return token.lower() if lowercase else token
+
+    keys_h, keys_r = list(map(key, tokens_h)), list(map(key, tokens_r))
 
     def mark(tokens: list[str], keys: list[str], other: list[str]) -> Marked:
         available = Counter(other)
@@ -211,7 +218,8 @@ def worst_segments(worst: list[Any], segments: int, settings: chrf_core.CHRF, co
              f"({settings.name}; unmatched words {'in red' if colour else 'in [brackets]'})",
              f"signature: {settings.signature}"]
     for segment in worst:
-        marked_h, marked_r = marked_tokens(segment.hypothesis, segment.reference, settings.lowercase)
+        marked_h, marked_r = marked_tokens(segment.hypothesis, segment.reference, settings.lowercase,
+                                           settings.normalize)
         lines += ["", f"line {segment.line}\tscore {chrf_core.score_text(segment.score)}",
                   f"  hypothesis: {marked_text(marked_h, colour)}", f"  reference:  {marked_text(marked_r, colour)}"]
     return "\n".join(lines)

@@ -20,6 +20,7 @@ TEXT_KEYS = ("hypotheses", "references")
 ITEM_KEYS = ("hypothesis", "reference")  # one segment's sides: a corpus line's keys (JSON Lines)
 TEXT_SIDES = dict(zip(TEXT_KEYS, ITEM_KEYS))  # contract key -> one segment's side
 AVERAGINGS = ("precision_recall", "per_order_f")
+NORMALIZATIONS = ("NFC", "NFKC")  # the library's opt-in Unicode normalization (no setting of the contract)
 INTEGER_RANGES = {"char_order": (0, 10), "word_order": (0, 4), "beta": (1, 16)}
 BOOLEAN_KEYS = ("lowercase", "include_whitespace")
 SETTING_KEYS: tuple[str, ...] = (*INTEGER_RANGES, *BOOLEAN_KEYS, "averaging")  # the output's key order
@@ -42,6 +43,8 @@ class Settings(Protocol):
     def include_whitespace(self) -> bool: ...
     @property
     def averaging(self) -> str: ...
+    @property
+    def normalize(self) -> str | None: ...
     @property
     def orders(self) -> int: ...
     @property

@@ -27,8 +27,14 @@ ExactScore = Callable[[Sequence[Triple] | Sequence[list[int]]], Fraction]
 TOLERANCE_BITS = 80  # a native score within 2^-80 of a rounding midpoint is recomputed exactly
 
 
-def lowercased(texts: Sequence[str], settings: Settings) -> Sequence[str]:
-    """The texts as the kernels count them: lowercased when the settings ask for it (copies; inputs unchanged)."""
+def as_counted(texts: Sequence[str], settings: Settings) -> Sequence[str]:
+    """The texts as the kernels count them: Unicode-normalized, then lowercased, when the settings ask for it
+    (copies; inputs unchanged)."""
+    if settings.normalize:
+        from unicodedata import normalize
+
+        form: Any = settings.normalize  # "NFC" or "NFKC" (CHRF checks it)
+        texts = [normalize(form, text) for text in texts]
     return [text.lower() for text in texts] if settings.lowercase else texts
 
 
@@ -40,13 +46,13 @@ class Kernel:
 
     def __init__(self, raw_count: Callable[..., Any]) -> None:
         self.raw_count = raw_count  # count(hypotheses, references, char_order, word_order, include_whitespace,
-        #                              per_segment): the kernel's own entry point, texts already lowercased
+        #                              per_segment): the kernel's own entry point, texts already as_counted()
 
     def _count(self, hypotheses: Sequence[str], references: Sequence[str], settings: Settings,
                per_segment: bool) -> Any:
         if len(hypotheses) != len(references):
             raise ValueError("counting: hypotheses and references differ in number")
-        return self.raw_count(lowercased(hypotheses, settings), lowercased(references, settings),
+        return self.raw_count(as_counted(hypotheses, settings), as_counted(references, settings),
                               settings.char_order, settings.word_order, settings.include_whitespace, per_segment)
 
     def count(self, hypotheses: Sequence[str], references: Sequence[str], settings: Settings) -> tuple[Triple, ...]:
@@ -87,7 +93,7 @@ class PythonKernel(Kernel):
 
         matrix = numpy.empty((len(hypotheses), len(references)))
         for row, pairs in zip(matrix, python_kernel.pairwise(
-                lowercased(hypotheses, settings), lowercased(references, settings), settings.char_order,
+                as_counted(hypotheses, settings), as_counted(references, settings), settings.char_order,
                 settings.word_order, settings.include_whitespace)):
             row[:] = [float(exact(orders)) for orders in pairs]
         return matrix
@@ -99,7 +105,7 @@ class PythonKernel(Kernel):
         scores = numpy.empty(len(hypotheses))
         counts = numpy.empty((len(hypotheses), settings.orders, 3), dtype=numpy.int64)
         for index, orders in enumerate(python_kernel.aggregate(
-                lowercased(hypotheses, settings), lowercased(references, settings), settings.char_order,
+                as_counted(hypotheses, settings), as_counted(references, settings), settings.char_order,
                 settings.word_order, settings.include_whitespace)):
             counts[index] = orders
             scores[index] = float(exact(orders))
@@ -126,7 +132,7 @@ class NativeKernel(Kernel):
         import numpy
 
         matrix = numpy.empty((len(hypotheses), len(references)))
-        undecided = self.module.pairwise(lowercased(hypotheses, settings), lowercased(references, settings),
+        undecided = self.module.pairwise(as_counted(hypotheses, settings), as_counted(references, settings),
                                          *self._scoring(settings), threads, matrix)
         flat = matrix.reshape(-1)
         for index in undecided:
@@ -140,7 +146,7 @@ class NativeKernel(Kernel):
 
         scores = numpy.empty(len(hypotheses))
         counts = numpy.empty((len(hypotheses), settings.orders, 3), dtype=numpy.int64)
-        undecided = self.module.aggregate(lowercased(hypotheses, settings), lowercased(references, settings),
+        undecided = self.module.aggregate(as_counted(hypotheses, settings), as_counted(references, settings),
                                           *self._scoring(settings), threads, scores, counts)
         for index in undecided:
             scores[index] = float(exact(counts[index].tolist()))

@@ -31,13 +31,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import InitVar, dataclass, fields
+from dataclasses import InitVar, dataclass
 from fractions import Fraction
 from itertools import islice
 from typing import TYPE_CHECKING, Any, Literal, overload
 
 from . import mbr
-from .contract import AVERAGINGS, INTEGER_RANGES, SETTING_KEYS, TEXT_KEYS, TOOL, VERSION
+from .contract import AVERAGINGS, INTEGER_RANGES, NORMALIZATIONS, SETTING_KEYS, TEXT_KEYS, TOOL, VERSION
 from .counts import Counts, count_segments, segment_counts
 from .errors import InvalidInputError, describe, unknown_key_error
 from .formula import exact_score, float_scores
@@ -88,6 +88,7 @@ class CHRF:
     lowercase: bool = False
     include_whitespace: bool = _UNSET  # False unless given (here or as whitespace)
     averaging: str = _UNSET  # "precision_recall" unless given (here or as eps_smoothing)
+    normalize: str | None = None  # the library's and command line's opt-in Unicode normalization (not the contract's)
     whitespace: InitVar[bool | None] = None  # sacreBLEU's name for include_whitespace
     eps_smoothing: InitVar[bool | None] = None  # sacreBLEU's switch between the two averagings
 
@@ -105,6 +106,9 @@ class CHRF:
         if type(self.averaging) is not str or self.averaging not in AVERAGINGS:
             raise InvalidInputError("averaging",
                                     f"must be one of {', '.join(AVERAGINGS)}, got {describe(self.averaging)}")
+        if self.normalize is not None and (type(self.normalize) is not str or self.normalize not in NORMALIZATIONS):
+            raise InvalidInputError("normalize", f"must be one of {', '.join(NORMALIZATIONS)} or None, got "
+                                                 f"{describe(self.normalize)}")
 
     def _resolve(self, key: str, alias: str, alias_value: Any, meaning: dict[bool, Any], default: Any) -> None:
         """A setting given as itself, as sacreBLEU's spelling (``alias``), both (which must agree) or neither."""
@@ -141,13 +145,13 @@ class CHRF:
         """The settings of a Python call's keywords (``corpus_report(..., word_order=2)``): the settings and
         sacreBLEU's spellings of them; any other keyword is an InvalidInputError naming the allowed ones."""
         for key in values:
-            if key not in SETTING_KEYS and key not in SACREBLEU_SPELLINGS:
-                raise unknown_key_error(key, (*SETTING_KEYS, *SACREBLEU_SPELLINGS), subject="settings")
+            if key not in SETTING_KEYS and key not in LIBRARY_KEYWORDS:
+                raise unknown_key_error(key, (*SETTING_KEYS, *LIBRARY_KEYWORDS), subject="settings")
         return cls(**values)
 
     def as_dict(self) -> dict[str, int | bool | str]:
-        """The settings as the output echoes them, in its key order."""
-        return {field.name: getattr(self, field.name) for field in fields(self)}
+        """The contract's settings as the output echoes them, in its key order."""
+        return {key: getattr(self, key) for key in SETTING_KEYS}
 
     @property
     def orders(self) -> int:
@@ -166,7 +170,8 @@ class CHRF:
         lacks."""
         return "|".join([f"{TOOL}:{VERSION}", self.name, f"nc:{self.char_order}", f"nw:{self.word_order}",
                          f"space:{'yes' if self.include_whitespace else 'no'}",
-                         f"case:{'lc' if self.lowercase else 'mixed'}", f"avg:{self.averaging}", "hyp:all"])
+                         f"case:{'lc' if self.lowercase else 'mixed'}", f"avg:{self.averaging}", "hyp:all",
+                         *([f"norm:{self.normalize}"] if self.normalize else [])])
 
     def get_signature(self) -> Signature:
         """:attr:`signature` under sacreBLEU's method name, as an object like sacreBLEU's ``Signature`` (a str
@@ -369,6 +374,7 @@ class CHRF:
 
 
 SACREBLEU_SPELLINGS = ("whitespace", "eps_smoothing")
+LIBRARY_KEYWORDS = ("normalize", *SACREBLEU_SPELLINGS)  # keywords beyond the contract's settings
 # sacreBLEU's attribute names read back what they mean (CHRF(whitespace=True).whitespace is True)
 for _spelling, _reading in (("whitespace", lambda self: self.include_whitespace),
                             ("eps_smoothing", lambda self: self.averaging == AVERAGINGS[1])):
