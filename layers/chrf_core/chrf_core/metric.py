@@ -296,6 +296,8 @@ class CHRF:
         import numpy
 
         rows = [self._best_rows(*chunk) for chunk in _chunks(*_streams(hypotheses, references))]
+        if len(rows) == 1:
+            return rows[0]
         return numpy.concatenate(rows) if rows else numpy.empty((0, self.orders, 3), dtype=numpy.int64)
 
     def report(self, counts: Counts) -> Report:
@@ -410,12 +412,9 @@ def _chunks(hypotheses: Iterable[str], streams: list[Iterable[Any]]) -> Iterator
     """Aligned chunks of checked texts, one list per reference stream; unequal numbers of segments are an error when
     the shorter side ends. With several streams a reference may be None (that segment lacks it), not all of one
     segment's."""
-    hypothesis_stream, reference_streams = iter(hypotheses), [iter(stream) for stream in streams]
     several = len(streams) > 1
     offset = 0
-    while True:
-        hypothesis_chunk = list(islice(hypothesis_stream, CHUNK))
-        reference_chunks = [list(islice(stream, len(hypothesis_chunk) or 1)) for stream in reference_streams]
+    for hypothesis_chunk, reference_chunks in _read_chunks(hypotheses, streams):
         for index, chunk in enumerate(reference_chunks):
             if len(chunk) != len(hypothesis_chunk):
                 found = f"more than {offset}" if len(chunk) > len(hypothesis_chunk) else \
@@ -437,3 +436,21 @@ def _chunks(hypotheses: Iterable[str], streams: list[Iterable[Any]]) -> Iterator
                                                           "is needed)", index=offset + position)
         yield hypothesis_chunk, reference_chunks
         offset += len(hypothesis_chunk)
+
+
+def _read_chunks(hypotheses: Iterable[str],
+                 streams: list[Iterable[Any]]) -> Iterator[tuple[list[str], list[list[Any]]]]:
+    """Up to CHUNK segments of each side at a time, ending with an empty hypothesis chunk (a reference stream may
+    run on: the caller tells). Lists that are one chunk already are taken as they are (read, never changed)."""
+    if type(hypotheses) is list and len(hypotheses) <= CHUNK and all(
+            type(stream) is list and len(stream) == len(hypotheses) for stream in streams):
+        if hypotheses:
+            yield hypotheses, streams  # type: ignore[misc]
+        yield [], [[] for _ in streams]
+        return
+    hypothesis_stream, reference_streams = iter(hypotheses), [iter(stream) for stream in streams]
+    while True:
+        hypothesis_chunk = list(islice(hypothesis_stream, CHUNK))
+        yield hypothesis_chunk, [list(islice(stream, len(hypothesis_chunk) or 1)) for stream in reference_streams]
+        if not hypothesis_chunk:
+            return
