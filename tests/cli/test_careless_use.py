@@ -10,20 +10,14 @@ import threading
 import time
 
 import pytest
+from in_process import run
 from support import ROOT
 
 from chrf_components_cli import remote
-from chrf_components_cli.main import main
 
 DATA = ROOT / "tests" / "data" / "popovic"
 HYP_EN, REF_EN = DATA / "example.hyp.en", DATA / "example.ref.en"
 CONSOLE_SCRIPT = os.path.join(os.path.dirname(sys.executable), "chrf-components")
-
-
-def run(capsys, *argv):
-    code = main([str(arg) for arg in argv])
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def one_line_error(code, err, expected_code=2):

@@ -9,22 +9,15 @@ import sys
 
 import chrf_core
 import pytest
+from in_process import run
 from jsonschema import Draft202012Validator
 from support import CONTRACT, ROOT
-
-from chrf_components_cli.main import main
 
 DATA = ROOT / "tests" / "data" / "popovic"
 HYP_EN, REF_EN = DATA / "example.hyp.en", DATA / "example.ref.en"
 CORPUS_SCHEMA = Draft202012Validator(json.loads((ROOT / "spec" / "corpus-report.schema.json").read_text()))
 CONSOLE_SCRIPT = os.path.join(os.path.dirname(sys.executable), "chrf-components")
 SIGNATURE = "chrf-components:1.0.0|chrF2++|nc:6|nw:2|space:no|case:mixed|avg:precision_recall|hyp:all"
-
-
-def run(capsys, *argv):
-    code = main([str(arg) for arg in argv])
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def lines(path):

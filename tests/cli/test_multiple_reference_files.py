@@ -9,16 +9,9 @@ import sys
 
 import chrf_core
 import pytest
+from in_process import run
 from payloads import real_pairs
 from support import ROOT
-
-from chrf_components_cli.main import main
-
-
-def run(capsys, *argv):
-    code = main([str(arg) for arg in argv])
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 @pytest.fixture

@@ -6,17 +6,10 @@ import unicodedata
 
 import chrf_core
 import pytest
-
-from chrf_components_cli.main import main
+from in_process import run
 
 HYPOTHESES = ["Die Größe für Äpfel", "ﬁne ２ Bücher"]
 REFERENCES = [unicodedata.normalize("NFD", text) for text in ("Die Größe für Äpfel", "fine 2 Bücher")]
-
-
-def run(capsys, *argv):
-    code = main([str(arg) for arg in argv])
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 @pytest.fixture

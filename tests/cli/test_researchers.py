@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from in_process import run
 from support import ROOT, SEGMENT_TEXT, settings_strategy
 
 from chrf_components_cli import pages, text
@@ -22,12 +23,6 @@ from chrf_components_cli.main import main
 
 DATA = ROOT / "tests" / "data" / "popovic"
 HYP_EN, REF_EN = DATA / "example.hyp.en", DATA / "example.ref.en"
-
-
-def run(capsys, *argv):
-    code = main([str(arg) for arg in argv])
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def write_lines(path, texts):
