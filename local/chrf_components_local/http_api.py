@@ -16,13 +16,9 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
+from .answers import FAILED, NOT_FOUND, Answer, gateway_refusal
 from .runtime import Functions
 from .template import ACCOUNT, parameter_value
-
-Answer = tuple[int, list[tuple[str, str]], bytes]
-JSON_HEADERS = [("Content-Type", "application/json")]
-NOT_FOUND: Answer = (404, JSON_HEADERS, b'{"message":"Not Found"}')
-FAILED: Answer = (500, JSON_HEADERS, b'{"message":"Internal Server Error"}')
 
 
 class Route(NamedTuple):
@@ -143,8 +139,7 @@ class HttpApi:
             return NOT_FOUND
         refusal = refused()
         if refusal:
-            return 403, [*JSON_HEADERS, ("x-amzn-ErrorType", refusal.code)], json.dumps(
-                {"message": str(refusal)}).encode()
+            return gateway_refusal(refusal.code, str(refusal))
         runtime = self.functions.get(route.function)
         assert runtime is not None
         result = runtime.invoke(json.dumps(http_api_event(method, target, headers, body, source_ip)).encode())

@@ -22,11 +22,9 @@ import json
 import re
 from urllib.parse import parse_qs
 
-from .http_api import JSON_HEADERS
+from .answers import JSON_HEADERS, Answer, lambda_error
 from .runtime import TAIL_BYTES, Functions
 from .template import ACCOUNT
-
-Answer = tuple[int, list[tuple[str, str]], bytes]
 
 INVOKE_PATH = re.compile(r"/2015-03-31/functions/([^/]+)/invocations")
 REQUEST_LIMIT = 6 * 1024 * 1024  # payload bytes of a synchronous invocation
@@ -42,12 +40,6 @@ NAME_PARTS = re.compile(r"(?:arn:aws[a-zA-Z-]*:lambda:)?(?P<region>(?:eusc-)?[a-
                         r"(?::(?P<qualifier>\$LATEST(?:\.PUBLISHED)?|[a-zA-Z0-9_-]+))?")
 QUALIFIER_PATTERN = r"(|[a-zA-Z0-9$_-]+)"
 ENUMS = {"invocationType": ("Event", "RequestResponse", "DryRun"), "logType": ("None", "Tail")}
-
-
-def lambda_error(status: int, error_type: str, message: str, **extra: str) -> Answer:
-    """An error of the Lambda API, in AWS's JSON shape (the type in x-amzn-ErrorType and the body)."""
-    body = json.dumps({"Type": "User", "message": message, "__type": error_type, **extra}).encode()
-    return status, [*JSON_HEADERS, ("x-amzn-ErrorType", error_type)], body
 
 
 def _validation_error(value: str, member: str, constraint: str) -> Answer:

@@ -32,8 +32,9 @@ from urllib.parse import unquote
 from chrf_core.contract import EXECUTE_PATH
 
 from . import template as sam_template
+from .answers import lambda_error
 from .http_api import HttpApi
-from .invoke_api import INVOKE_PATH, InvokeApi, lambda_error
+from .invoke_api import INVOKE_PATH, InvokeApi
 from .runtime import Functions
 
 CONNECTION_TIMEOUT = 30  # seconds a connection may stay idle before the server closes it
