@@ -95,9 +95,9 @@ def command_compare(args: argparse.Namespace) -> int:
         segments = 0
         for chunk in aligned_chunks(files):
             references = chunk[-1]
-            for index, hypotheses in enumerate(chunk[:-1]):
-                counts = settings.segment_counts(hypotheses, references)
-                parts[index].append(counts.reshape(len(counts), -1).astype(np.int32))
+            counts = settings.system_counts(chunk[:-1], references)  # each reference counted once
+            for index, system in enumerate(counts):
+                parts[index].append(system.reshape(len(references), -1).astype(np.int32))
             segments += len(references)
             if progress:
                 progress(segments)

@@ -191,6 +191,31 @@ def test_compare_scores_are_the_corpus_scores_and_its_p_values_separate_clear_ca
     assert copy["p_value"] == 1.0 and copy["delta"] == 0.0
 
 
+def test_compare_counts_each_reference_once_for_all_systems(capsys, tmp_path, monkeypatch):
+    files, texts = systems(tmp_path, 300)
+    expected = [float(_corpus_score(texts[key], texts["ref"])) for key in ("base", "worse", "copy")]
+    chosen_kernel = chrf_core.kernel.chosen()
+    calls = []
+
+    def counting_systems(hypothesis_sets, references, *settings):
+        calls.append((len(hypothesis_sets), list(references)))
+        return raw_systems(hypothesis_sets, references, *settings)
+
+    def no_pair_counting(*arguments):
+        raise AssertionError("compare counted one system against the references alone")
+
+    raw_systems = chosen_kernel.raw_systems
+    monkeypatch.setattr(chosen_kernel, "raw_systems", counting_systems)
+    monkeypatch.setattr(chosen_kernel, "raw_count", no_pair_counting)
+    monkeypatch.setattr("chrf_components_cli.lines.CHUNK_BYTES", 4096)  # several chunks
+    code, out, err = run(capsys, "compare", files["ref"], files["base"], files["worse"], files["copy"], "--json",
+                         "--bootstrap", 10)
+    assert code == 0, err
+    assert len(calls) > 3 and {count for count, _ in calls} == {3}
+    assert [line for _, references in calls for line in references] == texts["ref"]
+    assert [system["score"] for system in json.loads(out)["systems"]] == expected
+
+
 def _corpus_score(hypotheses, references):
     counts = chrf_core.counts.count_segments(hypotheses, references, chrf_core.CHRF())
     return chrf_core.report.report_of(counts).to_dict()["score"]

@@ -1,7 +1,8 @@
 """`make sanitize`: the native kernel built with AddressSanitizer and UndefinedBehaviorSanitizer, driven through
-thousands of generated requests (checked against the naive implementation), the adversarial shapes, a segment
-large enough to release the kept buffers, and an error path. Not part of `make test` (it needs its own build and
-LD_PRELOAD); run it after changing native/. Usage: python tests/native/sanitize.py LAYER_DIR
+thousands of generated requests (checked against the naive implementation), the adversarial shapes, several
+systems against one reference, a segment large enough to release the kept buffers, and an error path. Not part of
+`make test` (it needs its own build and LD_PRELOAD); run it after changing native/.
+Usage: python tests/native/sanitize.py LAYER_DIR
 """
 
 import contextlib
@@ -42,6 +43,27 @@ native([many[::3]], [many], 6, 0, False, False)
 native([" ".join(f"w{k}" for k in range(600_000))], ["w1 w2"], 0, 3, False, False)
 with contextlib.suppress(TypeError):
     native(["a", 3], ["a", "b"], 2, 0, False, False)
+systems = chrf_core.kernel.KERNELS["native"].raw_systems
+for _ in range(2000):  # several systems against one reference: each system's rows as count gives them
+    size = rng.randint(1, 4)
+    references = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40))) for _ in range(size)]
+    sets = [[rng.choice([reference, reference[rng.randint(0, len(reference)):], "".join(
+        rng.choice(alphabet) for _ in range(rng.randint(0, 40)))]) for reference in references]
+        for _ in range(rng.randint(1, 4))]
+    char_order = rng.randint(0, 10)
+    word_order = rng.randint(0 if char_order else 1, 4)
+    whitespace = rng.random() < 0.3
+    got = systems(sets, references, char_order, word_order, whitespace)
+    assert got == b"".join(native(h, references, char_order, word_order, whitespace, True) for h in sets)
+for request in payloads.adversarial().values():
+    systems([request["hypotheses"], request["references"]], request["references"], request.get("char_order", 6),
+            request.get("word_order", 0), False)
+systems([[big[1:] + "c"], [big[::-1]], ["ab"]], [big], 10, 4, False)
+systems([[many[::3]], [many[::-1]]], [many], 6, 0, False)
+with contextlib.suppress(TypeError):
+    systems([["a", "b"], ["a", 3]], ["a", "b"], 2, 0, False)
+with contextlib.suppress(ValueError):
+    systems([["a", "b"], ["a"]], ["a", "b"], 2, 0, False)
 for _ in range(300):  # pairwise: every shape of side, both averagings, the exact fallback
     sides = [["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 30))) for _ in range(rng.randint(1, 6))]
              for _ in range(2)]

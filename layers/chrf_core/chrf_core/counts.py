@@ -129,3 +129,10 @@ def segment_counts(hypotheses: Sequence[str], references: Sequence[str], setting
     """Each segment's own counts: an int64 NumPy array shaped (segments, orders, 3), (hypothesis n-grams, reference
     n-grams, matches) per order."""
     return chosen().segment_counts(hypotheses, references, settings)
+
+
+def system_counts(hypothesis_sets: Sequence[Sequence[str]], references: Sequence[str],
+                  settings: Settings) -> numpy.ndarray:
+    """Several systems' own segment counts against the same references, each reference counted once: an int64 NumPy
+    array shaped (systems, segments, orders, 3)."""
+    return chosen().system_counts(hypothesis_sets, references, settings)

@@ -44,9 +44,11 @@ class Kernel:
     name = ""
     threaded = False
 
-    def __init__(self, raw_count: Callable[..., Any]) -> None:
+    def __init__(self, raw_count: Callable[..., Any], raw_systems: Callable[..., Any]) -> None:
         self.raw_count = raw_count  # count(hypotheses, references, char_order, word_order, include_whitespace,
         #                              per_segment): the kernel's own entry point, texts already as_counted()
+        self.raw_systems = raw_systems  # count_systems(hypothesis_sets, references, char_order, word_order,
+        #                                  include_whitespace): the same rows, system after system
 
     def _count(self, hypotheses: Sequence[str], references: Sequence[str], settings: Settings,
                per_segment: bool) -> Any:
@@ -67,6 +69,20 @@ class Kernel:
 
         data = self._count(hypotheses, references, settings, per_segment=True)
         return numpy.frombuffer(data, dtype=numpy.int64).reshape(len(hypotheses), settings.orders, 3)
+
+    def system_counts(self, hypothesis_sets: Sequence[Sequence[str]], references: Sequence[str],
+                      settings: Settings) -> numpy.ndarray:
+        """Each system's own segment counts against the same references, each reference counted once: an int64
+        array shaped (systems, segments, orders, 3)."""
+        import numpy
+
+        if any(len(hypotheses) != len(references) for hypotheses in hypothesis_sets):
+            raise ValueError("counting: a system's hypotheses and the references differ in number")
+        data = self.raw_systems([as_counted(hypotheses, settings) for hypotheses in hypothesis_sets],
+                                as_counted(references, settings), settings.char_order, settings.word_order,
+                                settings.include_whitespace)
+        return numpy.frombuffer(data, dtype=numpy.int64).reshape(len(hypothesis_sets), len(references),
+                                                                  settings.orders, 3)
 
     def pairwise(self, hypotheses: Sequence[str], references: Sequence[str], settings: Settings, exact: ExactScore,
                  threads: int) -> numpy.ndarray:
@@ -120,7 +136,7 @@ class NativeKernel(Kernel):
     threaded = True
 
     def __init__(self, module: Any) -> None:
-        super().__init__(module.count)
+        super().__init__(module.count, module.count_systems)
         self.module = module
 
     def _scoring(self, settings: Settings) -> tuple[Any, ...]:
@@ -169,7 +185,7 @@ def _load_native() -> tuple[Any, str | None]:
 
 
 NATIVE, KERNEL_ERROR = _load_native()
-KERNELS: dict[str, Kernel] = {"python": PythonKernel(python_kernel.count)}
+KERNELS: dict[str, Kernel] = {"python": PythonKernel(python_kernel.count, python_kernel.systems)}
 if NATIVE is not None:
     KERNELS["native"] = NativeKernel(NATIVE)
 KERNEL = "native" if NATIVE is not None else "python"  # the chosen kernel's name (tests and the bench switch it)

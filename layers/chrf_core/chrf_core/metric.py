@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 
 from . import mbr
 from .contract import AVERAGINGS, INTEGER_RANGES, NORMALIZATIONS, SETTING_KEYS, TEXT_KEYS, TOOL, VERSION
-from .counts import Counts, count_segments, segment_counts
+from .counts import Counts, count_segments, segment_counts, system_counts
 from .errors import InvalidInputError, describe, unknown_key_error
 from .formula import exact_score, float_scores
 from .kernel import Triple
@@ -300,6 +300,40 @@ class CHRF:
             return rows[0]
         return numpy.concatenate(rows) if rows else numpy.empty((0, self.orders, 3), dtype=numpy.int64)
 
+    def system_counts(self, hypothesis_sets: Sequence[Sequence[str]], references: References) -> numpy.ndarray:
+        """Several systems' own segment counts against the same references: an int64 NumPy array shaped (systems,
+        segments, orders, 3), for each system what :meth:`segment_counts` gives, each reference counted once per
+        segment rather than once per system (comparing systems). Line-aligned texts, checked."""
+        import numpy
+
+        not_one_text("hypothesis_sets", hypothesis_sets)
+        systems = list(hypothesis_sets)
+        if not systems:
+            raise InvalidInputError("hypothesis_sets", "at least 1 system, got 0")
+        for index, system in enumerate(systems):
+            not_one_text(f"hypothesis_sets[{index}]", system)
+            if not isinstance(system, Sequence):
+                raise TypeError(f"hypothesis_sets[{index}]: expected a sequence of segments, got "
+                                f"{type(system).__name__}")
+            if len(system) != len(systems[0]):
+                raise InvalidInputError(f"hypothesis_sets[{index}]", f"must have as many segments as the first "
+                                                                     f"system, {len(systems[0])}, got {len(system)}")
+        parts, offset = [], 0
+        for first, reference_chunks in _chunks(*_streams(systems[0], references)):
+            chunks = [first] + [system[offset:offset + len(first)] for system in systems[1:]]
+            for index, chunk in enumerate(chunks[1:], 1):
+                try:
+                    check_chunk(TEXT_KEYS[0], chunk, offset)
+                except InvalidInputError as error:
+                    raise InvalidInputError(f"hypothesis_sets[{index}]", error.detail, index=error.index) from None
+            rows = numpy.stack([system_counts(chunks, _present(stream), self) for stream in reference_chunks])
+            parts.append(rows[0] if len(reference_chunks) == 1 else numpy.stack(
+                [self._best_of(rows[:, system], reference_chunks) for system in range(len(chunks))]))
+            offset += len(first)
+        if not parts:
+            return numpy.empty((len(systems), 0, self.orders, 3), dtype=numpy.int64)
+        return parts[0] if len(parts) == 1 else numpy.concatenate(parts, axis=1)
+
     def report(self, counts: Counts) -> Report:
         """The report of counts made with these settings (:meth:`corpus_counts`, merged ones, read-back ones)."""
         if counts.settings != self:
@@ -354,14 +388,20 @@ class CHRF:
                 yield tuple(map(tuple, row))
 
     def _best_rows(self, hypotheses: list[str], references: list[list[Any]]) -> numpy.ndarray:
-        """Each segment's counts against its best reference, sacreBLEU's rule for several: the one whose segment
-        score is highest (the first of equals; None skipped), decided exactly."""
+        """Each segment's counts against its best reference (:meth:`_best_of`)."""
         if len(references) == 1:
             return segment_counts(hypotheses, references[0], self)
         import numpy
 
-        rows = numpy.stack([segment_counts(hypotheses, [text if text is not None else "" for text in stream], self)
-                            for stream in references])  # (streams, segments, orders, 3)
+        return self._best_of(numpy.stack([segment_counts(hypotheses, _present(stream), self)
+                                          for stream in references]), references)
+
+    def _best_of(self, rows: numpy.ndarray, references: list[list[Any]]) -> numpy.ndarray:
+        """Of each segment's counts against every reference stream (``rows`` shaped (streams, segments, orders,
+        3)), those against its best reference, sacreBLEU's rule for several: the one whose segment score is highest
+        (the first of equals; None skipped), decided exactly."""
+        import numpy
+
         scores = float_scores(self, rows)
         scores[numpy.array([[text is None for text in stream] for stream in references])] = -numpy.inf
         best = scores.argmax(axis=0)
@@ -371,7 +411,7 @@ class CHRF:
             candidates = [(exact_score(self, rows[k, segment].tolist()), -k) for k in range(len(references))
                           if references[k][segment] is not None]
             best[segment] = -max(candidates)[1]
-        chosen: numpy.ndarray = rows[best, numpy.arange(len(hypotheses))]
+        chosen: numpy.ndarray = rows[best, numpy.arange(rows.shape[1])]
         return chosen
 
 
@@ -393,6 +433,11 @@ def _integer(key: str, value: Any, low: int, high: int) -> int:
         shown_value = value if abs(value) < 10**15 else "a number out of range"
         raise InvalidInputError(key, f"must be an integer from {low} to {high}, got {shown_value}")
     return value
+
+
+def _present(stream: list[Any]) -> list[str]:
+    """A reference stream as counted: a missing reference (None) counts as empty (and is never chosen)."""
+    return [text if text is not None else "" for text in stream] if None in stream else stream
 
 
 def _streams(hypotheses: Iterable[str], references: References) -> tuple[Iterable[str], list[Iterable[Any]]]:

@@ -64,6 +64,25 @@ def count(
     return tuple((totals[k], totals[k + 1], totals[k + 2]) for k in range(0, row, 3))
 
 
+def systems(
+    hypothesis_sets: Sequence[Sequence[str]],
+    references: Sequence[str],
+    char_order: int,
+    word_order: int,
+    include_whitespace: bool,
+) -> bytes:
+    """Same interface and results as the native kernel's ``count_systems``: each system's rows (as ``count`` with
+    ``per_segment`` gives them), system after system, each reference's n-grams counted once per segment."""
+    rows = [array("q") for _ in hypothesis_sets]
+    for segment, reference in enumerate(references):
+        column = profile(reference, char_order, word_order, include_whitespace)
+        for system, hypotheses in zip(rows, hypothesis_sets, strict=True):
+            row = profile(hypotheses[segment], char_order, word_order, include_whitespace)
+            for (hyp_total, hyp_grams), (ref_total, ref_grams) in zip(row, column):
+                system.extend((hyp_total, ref_total, sum((hyp_grams & ref_grams).values())))
+    return b"".join(system.tobytes() for system in rows)
+
+
 def profile(text: str, char_order: int, word_order: int, include_whitespace: bool) -> list[tuple[int, Counter[Any]]]:
     """A text's n-grams of every order, characters first: (how many, how often each)."""
     characters = text if include_whitespace else "".join(text.split())

@@ -14,7 +14,7 @@
  * follows; a class whose members all continue alike to the top order is settled at once. Hashes are seeded per
  * process (hash_seed), so an attacker cannot build inputs that collide in the tables.
  */
-#include "kernel.h"
+#include "classes.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -23,57 +23,6 @@
 #define ALIKE 0xFFFFFFFDu    /* while looking ahead: every member seen so far continues like the first */
 #define BRANCHES 0xFFFFFFFCu /* while looking ahead: some member continues differently or runs out */
 #define LOOK_AHEAD_FROM 1024 /* positions: fewer than this, looking ahead cannot save much */
-
-/* A fresh, empty direct table (its slots are valid only when stamped with the current stamp). */
-static void new_direct_generation(Work *work) {
-    if (++work->direct_stamp == 0) {
-        for (size_t i = 0; i < DIRECT_SLOTS; i++) work->direct[i].stamp = 0;
-        work->direct_stamp = 1;
-    }
-}
-
-/* A class of the next order with no occurrences yet. */
-static inline void clear_class(ClassInfo *next, uint32_t id) {
-    next[id].count[0] = next[id].count[1] = 0;
-    next[id].memo_unit = NO_CLASS;
-}
-
-/* A new class of the next order, with no occurrences yet. */
-static inline uint32_t new_class(ClassInfo *next, uint32_t *classes) {
-    uint32_t id = (*classes)++;
-    clear_class(next, id);
-    return id;
-}
-
-/*
- * The class at the next order of an n-gram of class `c` followed by `unit`, new ids dense from *classes. Each class
- * remembers the continuation of its first member, so the members that continue alike (a passage that repeats)
- * touch no table; the others look the pair up in the direct table while classes * alphabet fits it, else in the
- * hash table. Only the side counted first creates classes; `find` looks one up for the other side (NO_CLASS: the
- * first side has no such n-gram).
- */
-static inline uint32_t continuation(Work *work, int direct, uint32_t alphabet, ClassInfo *now, ClassInfo *next,
-                                    uint32_t c, uint32_t unit, uint32_t *classes, int find) {
-    if (now[c].memo_unit == unit) return now[c].memo_class;
-    if (now[c].memo_unit == NO_CLASS) {
-        if (find) return NO_CLASS;
-        now[c].memo_unit = unit;
-        return now[c].memo_class = new_class(next, classes);
-    }
-    if (direct) {
-        DirectSlot *slot = &work->direct[c * alphabet + unit];
-        if (slot->stamp != work->direct_stamp) {
-            if (find) return NO_CLASS;
-            slot->stamp = work->direct_stamp;
-            slot->value = new_class(next, classes);
-        }
-        return slot->value;
-    }
-    if (find) return find_pair(work, c, unit);
-    const uint32_t fresh = *classes, child = intern_pair(work, c, unit, classes);
-    if (child == fresh) clear_class(next, child);
-    return child;
-}
 
 /* One segment's sides during the passes. Side 0 is the one with fewer code points: its positions create the
    classes, and its units were ranked first, so they are all below `first_units`. */
@@ -334,25 +283,6 @@ static int count_orders(Work *work, Sides s, int swap, uint32_t alphabet, int or
     return 0;
 }
 
-/* Code points as dense ranks, in place, equal code points equal ranks (continuing the numbering from *ranks). */
-static void rank_code_points(Work *work, uint32_t *units, size_t length, uint32_t *ranks) {
-    for (size_t i = 0; i < length; i++) {
-        DirectSlot *slot = &work->ranks[units[i]];
-        if (slot->stamp != work->rank_stamp) {
-            slot->stamp = work->rank_stamp;
-            slot->value = (*ranks)++;
-        }
-        units[i] = slot->value;
-    }
-}
-
-static void new_rank_generation(Work *work) {
-    if (++work->rank_stamp == 0) {
-        for (size_t c = 0; c < CODE_POINTS; c++) work->ranks[c].stamp = 0;
-        work->rank_stamp = 1;
-    }
-}
-
 int count_segment(Work *work, size_t length_h, size_t length_r, int char_order, int word_order, int keep_whitespace,
                   int64_t *out) {
     uint32_t *raw = work->raw;
@@ -361,7 +291,7 @@ int count_segment(Work *work, size_t length_h, size_t length_r, int char_order, 
     const size_t lengths[2] = {swap ? length_r : length_h, swap ? length_h : length_r};
     const uint32_t *texts[2] = {swap ? raw + length_h : raw, swap ? raw : raw + length_h};
     if (word_order) { /* first: the character orders then rewrite raw in place */
-        tokens_generation(work, raw, distinct_tokens_bound(length_h + length_r));
+        tokens_generation(work, raw, distinct_tokens_bound(length_h + length_r, 2));
         uint32_t tokens = 0;
         Sides s;
         memset(&s, 0, sizeof s);

@@ -1,8 +1,9 @@
 /*
  * chrf_core._kernel: the per-order n-gram counts of chrF / chrF++ in C, and the pairwise scores of MBR decoding.
  *
- * C99, libc only. counting.c counts one segment's n-grams and tables.c holds its tables, buffers and tokenizer (no
- * Python.h in either: texts come in as code points); for minimum Bayes risk decoding (mbr.h), corpus.c counts every
+ * C99, libc only. counting.c counts one segment's n-grams, systems.c one reference against several systems'
+ * hypotheses (what they share is in classes.h), and tables.c holds their tables, buffers and tokenizer (no Python.h in
+ * any: texts come in as code points); for minimum Bayes risk decoding (mbr.h), corpus.c counts every
  * text's n-grams once and runs the threads, pairwise.c scores every hypothesis against every reference, aggregate.c
  * against the references' summed counts, and scores.c computes the scores in double-double arithmetic; module.c is
  * the CPython glue (Limited API 3.11, so one _kernel.abi3.so serves every Python from 3.11 on). They count exactly
@@ -108,19 +109,25 @@ uint32_t find_pair(const Work *work, uint32_t first, uint32_t second);
 /* The token table for texts at `base` holding up to `tokens` distinct tokens, a fresh generation of it, and
    chrF++.py's separate_punctuation over text[0..length) (text within base): token ids into ids, their number. */
 int tokens_reserve(Work *work, size_t tokens);
-/* At most how many distinct word tokens texts totalling `positions` code points hold. */
-size_t distinct_tokens_bound(size_t positions);
+/* At most how many distinct word tokens `texts` texts totalling `positions` code points hold. */
+size_t distinct_tokens_bound(size_t positions, size_t texts);
 void tokens_generation(Work *work, const uint32_t *base, size_t tokens);
 #define TOKENIZE_INTERRUPTED SIZE_MAX
 /* The word tokens of text as ids (interned: equal tokens, equal ids); their number, or TOKENIZE_INTERRUPTED. */
 size_t tokenize(Work *work, const uint32_t *text, size_t length, uint32_t *ids, uint32_t *tokens);
-/* Room for a segment of `positions` code points on both sides, `shorter` on the shorter one, and (`words`) for its
-   word tokens. 0 or -1. */
-int work_reserve(Work *work, size_t positions, size_t shorter, int words);
+/* Room for a segment of `texts` texts totalling `positions` code points whose classes come from `shorter` of them
+   (the shorter side of a pair, or the reference), and (`words`) for its word tokens. 0 or -1. */
+int work_reserve(Work *work, size_t positions, size_t texts, size_t shorter, int words);
 void work_release(Work *work);
 /* Add the counts of one segment (its sides' code points in work->raw: hypothesis then reference) to out:
    out[3 * (n - 1) + {0, 1, 2}] for character orders, then word orders. 0, or -1 when interrupted. */
 int count_segment(Work *work, size_t length_h, size_t length_r, int char_order, int word_order, int keep_whitespace,
                   int64_t *out);
+/* The counts of one segment against several systems: texts[0] is the reference and texts[1..] the systems'
+   hypotheses, their code points one after another in work->raw (lengths[k] each); system k's row of
+   3 * (char_order + word_order) values is set at out + stride * (k - 1). `scratch` holds 5 * texts sizes and
+   `units` texts pointers. 0, or -1 when interrupted. */
+int count_systems(Work *work, const size_t *lengths, size_t texts, int char_order, int word_order, int keep_whitespace,
+                  size_t *scratch, const uint32_t **units, int64_t *out, size_t stride);
 
 #endif

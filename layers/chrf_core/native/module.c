@@ -1,8 +1,8 @@
 /*
  * The CPython module chrf_core._kernel: arguments in, texts copied out as code points, counts and scores back.
  * CPython Limited API 3.11 (one _kernel.abi3.so for every Python from 3.11 on); the counting itself is in
- * counting.c (with tables.c) and, for minimum Bayes risk decoding, pairwise.c and aggregate.c (with corpus.c and
- * scores.c), which know nothing of Python.
+ * counting.c (with tables.c; systems.c for several systems against one reference) and, for minimum Bayes risk
+ * decoding, pairwise.c and aggregate.c (with corpus.c and scores.c), which know nothing of Python.
  */
 #ifndef Py_LIMITED_API
 #define Py_LIMITED_API 0x030B0000
@@ -30,43 +30,71 @@ static int signalled(void *context) {
     return PyErr_CheckSignals() < 0;
 }
 
-/* The code points of segment `index` of both sides into work->raw (hypothesis, then reference); their lengths.
-   -1 with an exception set. */
-static int load_pair(Work *work, PyObject *hypotheses, PyObject *references, Py_ssize_t index, int words,
-                     size_t lengths[2]) {
-    PyObject *sides[2] = {hypotheses, references};
-    const char *names[2] = {"hypotheses", "references"};
-    PyObject *texts[2] = {NULL, NULL};
-    Py_ssize_t sizes[2] = {0, 0};
-    int status = -1;
-    for (int side = 0; side < 2; side++) {
-        texts[side] = PySequence_GetItem(sides[side], index);
-        if (texts[side] == NULL) goto done;
-        if (!PyUnicode_Check(texts[side])) {
-            PyErr_Format(PyExc_TypeError, "%s[%zd] must be a str", names[side], index);
-            goto done;
-        }
-        sizes[side] = PyUnicode_GetLength(texts[side]);
-        if (sizes[side] < 0) goto done;
-        if ((size_t)sizes[side] > MAX_LENGTH) {
-            PyErr_Format(PyExc_ValueError, "%s[%zd] is too long for the native kernel", names[side], index);
-            goto done;
-        }
+/* The shared buffers, or when a call is already using them (a sequence whose __getitem__ runs Python code could
+   call back in), `own`, emptied, for this call alone. */
+static Work *acquire_work(Work *own) {
+    Work *work = own;
+    if (!shared_work_busy) {
+        shared_work_busy = 1;
+        work = &shared_work;
+    } else {
+        memset(own, 0, sizeof *own);
     }
-    const size_t total = (size_t)sizes[0] + (size_t)sizes[1];
-    if (work_reserve(work, total, (size_t)(sizes[0] < sizes[1] ? sizes[0] : sizes[1]), words) < 0) {
+    work->interrupted = signalled;
+    return work;
+}
+
+static void release_work(Work *work) {
+    if (work == &shared_work) {
+        shared_work_busy = 0;
+        if (work->positions > KEEP_POSITIONS) work_release(work);
+    } else {
+        work_release(work);
+    }
+}
+
+/* The code points of segment `index` of `count` sequences into work->raw, one text after another; their lengths.
+   Classes come from the reference (sequences[0]) with `from_reference`, else from the shorter of two sides. `held`
+   has room for `count` texts. -1 with an exception set. */
+static int load_segment(Work *work, PyObject *const *sequences, const char *const *names, size_t count,
+                        Py_ssize_t index, int words, int from_reference, PyObject **held, size_t *lengths) {
+    int status = -1;
+    size_t total = 0, loaded = 0;
+    for (; loaded < count; loaded++) {
+        PyObject *text = held[loaded] = PySequence_GetItem(sequences[loaded], index);
+        if (text == NULL) goto done;
+        if (!PyUnicode_Check(text)) {
+            PyErr_Format(PyExc_TypeError, "%s[%zd] must be a str", names[loaded], index);
+            loaded++;
+            goto done;
+        }
+        const Py_ssize_t size = PyUnicode_GetLength(text);
+        if (size < 0) {
+            loaded++;
+            goto done;
+        }
+        if ((size_t)size > MAX_LENGTH) {
+            PyErr_Format(PyExc_ValueError, "%s[%zd] is too long for the native kernel", names[loaded], index);
+            loaded++;
+            goto done;
+        }
+        lengths[loaded] = (size_t)size;
+        total += (size_t)size;
+    }
+    const size_t classes = from_reference || lengths[0] < lengths[1] ? lengths[0] : lengths[1];
+    if (work_reserve(work, total, count, classes, words) < 0) {
         PyErr_NoMemory();
         goto done;
     }
-    for (int side = 0; side < 2; side++) {
-        Py_UCS4 *into = (Py_UCS4 *)work->raw + (side ? sizes[0] : 0);
-        if (sizes[side] > 0 && PyUnicode_AsUCS4(texts[side], into, sizes[side], 0) == NULL) goto done;
-        lengths[side] = (size_t)sizes[side];
+    size_t at = 0;
+    for (size_t k = 0; k < count; k++) {
+        if (lengths[k] > 0 && PyUnicode_AsUCS4(held[k], (Py_UCS4 *)work->raw + at, (Py_ssize_t)lengths[k], 0) == NULL)
+            goto done;
+        at += lengths[k];
     }
     status = 0;
 done:
-    Py_XDECREF(texts[0]);
-    Py_XDECREF(texts[1]);
+    for (size_t k = 0; k < loaded; k++) Py_XDECREF(held[k]);
     return status;
 }
 
@@ -111,18 +139,16 @@ static PyObject *count(PyObject *module, PyObject *args) {
     }
     int64_t totals[3 * MAX_ORDERS] = {0};
     int64_t segment[3 * MAX_ORDERS];
-    /* A sequence whose __getitem__ runs Python code could call back in: then this call gets its own buffers. */
+    PyObject *const sides[2] = {hypotheses, references};
+    const char *const side_names[2] = {"hypotheses", "references"};
+    PyObject *held[2];
     Work own_work;
-    memset(&own_work, 0, sizeof own_work);
-    int shared = !shared_work_busy;
-    Work *work = shared ? &shared_work : &own_work;
-    shared_work_busy |= shared;
-    work->interrupted = signalled;
+    Work *work = acquire_work(&own_work);
     int failed = 0;
     size_t unpolled = 0;
     for (Py_ssize_t index = 0; index < segments && !failed; index++) {
         size_t lengths[2];
-        if (load_pair(work, hypotheses, references, index, word_order > 0, lengths) < 0) {
+        if (load_segment(work, sides, side_names, 2, index, word_order > 0, 0, held, lengths) < 0) {
             failed = 1;
             break;
         }
@@ -144,12 +170,7 @@ static PyObject *count(PyObject *module, PyObject *args) {
             for (size_t k = 0; k < row; k++) totals[k] += segment[k];
         }
     }
-    if (shared) {
-        shared_work_busy = 0;
-        if (work->positions > KEEP_POSITIONS) work_release(work);
-    } else {
-        work_release(work);
-    }
+    release_work(work);
     if (failed) {
         Py_XDECREF(rows);
         return NULL;
@@ -167,6 +188,87 @@ static PyObject *count(PyObject *module, PyObject *args) {
         PyTuple_SetItem(result, n, triple);
     }
     return result;
+}
+
+
+PyDoc_STRVAR(count_systems_doc,
+             "count_systems(systems, references, char_order, word_order, include_whitespace)\n--\n\n"
+             "Each system's per-segment counts against the same references, each reference counted once per\n"
+             "segment: bytes of native int64 values, one row of 3 * (char_order + word_order) values per\n"
+             "segment, system after system. Texts must already be as counted. Ctrl-C stops it within a second.");
+
+static PyObject *count_systems_of(PyObject *module, PyObject *args) {
+    (void)module;
+    PyObject *systems, *references;
+    int char_order, word_order, keep_whitespace;
+    if (!PyArg_ParseTuple(args, "OOiip:count_systems", &systems, &references, &char_order, &word_order,
+                          &keep_whitespace))
+        return NULL;
+    if (char_order < 0 || word_order < 0 || char_order + word_order > MAX_ORDERS) {
+        PyErr_SetString(PyExc_ValueError, "orders out of range");
+        return NULL;
+    }
+    const Py_ssize_t segments = PySequence_Size(references);
+    if (segments < 0) return NULL;
+    PyObject *listed = PySequence_Tuple(systems);
+    if (listed == NULL) return NULL;
+    const size_t texts = 1 + (size_t)PyTuple_Size(listed);
+    const size_t row = 3 * (size_t)(char_order + word_order);
+    PyObject *rows = NULL, **sequences = calloc(texts, sizeof(PyObject *)), **held = calloc(texts, sizeof(PyObject *));
+    const char **names = calloc(texts, sizeof(char *));
+    const uint32_t **units = calloc(texts, sizeof(uint32_t *));
+    size_t *lengths = calloc(6 * texts, sizeof(size_t)); /* then the scratch of count_systems */
+    if (sequences == NULL || held == NULL || names == NULL || units == NULL || lengths == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    sequences[0] = references;
+    names[0] = "references";
+    for (size_t k = 1; k < texts; k++) {
+        sequences[k] = PyTuple_GetItem(listed, (Py_ssize_t)k - 1);
+        names[k] = "hypotheses";
+        const Py_ssize_t size = PySequence_Size(sequences[k]);
+        if (size < 0) goto done;
+        if (size != segments) {
+            PyErr_SetString(PyExc_ValueError, "a system's hypotheses and the references differ in length");
+            goto done;
+        }
+    }
+    rows = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(row * (size_t)segments * (texts - 1) * sizeof(int64_t)));
+    if (rows == NULL) goto done;
+    int64_t *const rows_data = (int64_t *)PyBytes_AsString(rows);
+    if (rows_data == NULL) goto done;
+    Work own_work;
+    Work *work = acquire_work(&own_work);
+    int failed = 0;
+    size_t unpolled = 0;
+    for (Py_ssize_t index = 0; index < segments && !failed; index++) {
+        if (load_segment(work, sequences, names, texts, index, word_order > 0, 1, held, lengths) < 0) {
+            failed = 1;
+            break;
+        }
+        for (size_t k = 0; k < texts; k++) unpolled += lengths[k] + 1;
+        if (unpolled >= POLL_POINTS) {
+            unpolled = 0;
+            if (signalled(NULL)) {
+                failed = 1;
+                break;
+            }
+        }
+        if (count_systems(work, lengths, texts, char_order, word_order, keep_whitespace, lengths + texts, units,
+                          rows_data + row * (size_t)index, row * (size_t)segments) < 0)
+            failed = 1;
+    }
+    release_work(work);
+    if (failed) Py_CLEAR(rows);
+done:
+    Py_DECREF(listed);
+    free(sequences);
+    free(held);
+    free(names);
+    free(units);
+    free(lengths);
+    return rows;
 }
 
 /* Every text's code points, one after another (hypotheses, then references). -1 with an exception set. */
@@ -384,6 +486,7 @@ static PyObject *set_seed(PyObject *module, PyObject *seed) {
 
 static PyMethodDef methods[] = {
     {"count", count, METH_VARARGS, count_doc},
+    {"count_systems", count_systems_of, METH_VARARGS, count_systems_doc},
     {"pairwise", pairwise, METH_VARARGS, pairwise_doc},
     {"aggregate", aggregate, METH_VARARGS, aggregate_doc},
     {"set_seed", set_seed, METH_O, set_seed_doc},

@@ -143,12 +143,12 @@ size_t tokenize(Work *work, const uint32_t *text, size_t length, uint32_t *ids, 
     return count;
 }
 
-/* Word tokens of texts totalling `positions` code points: at most two per three code points, and at most one
-   distinct token per two code points besides the 32 punctuation marks. */
-static size_t tokens_bound(size_t positions) { return 2 * (positions + 2) / 3 + 1; }
-size_t distinct_tokens_bound(size_t positions) { return (positions + 2) / 2 + 33; }
+/* Word tokens of `texts` texts totalling `positions` code points: a text of x code points holds at most
+   2 (x + 1) / 3 tokens, and at most (x + 1) / 2 distinct ones besides the 32 punctuation marks. */
+static size_t tokens_bound(size_t positions, size_t texts) { return 2 * (positions + texts) / 3 + 1; }
+size_t distinct_tokens_bound(size_t positions, size_t texts) { return (positions + texts) / 2 + 33; }
 
-int work_reserve(Work *work, size_t positions, size_t shorter, int words) {
+int work_reserve(Work *work, size_t positions, size_t texts, size_t shorter, int words) {
     size_t room = work->positions, tokens_room = work->tokens_room, classes = work->classes_room;
     if (grow((void **)&work->raw, &room, positions + 1, sizeof(uint32_t)) < 0) return -1;
     room = work->positions;
@@ -156,7 +156,8 @@ int work_reserve(Work *work, size_t positions, size_t shorter, int words) {
     room = work->positions;
     if (grow((void **)&work->alive, &room, positions + 1, sizeof(uint32_t)) < 0) return -1;
     work->positions = room;
-    if (words && grow((void **)&work->units, &tokens_room, tokens_bound(positions), sizeof(uint32_t)) < 0) return -1;
+    if (words && grow((void **)&work->units, &tokens_room, tokens_bound(positions, texts), sizeof(uint32_t)) < 0)
+        return -1;
     work->tokens_room = tokens_room;
     for (int k = 0; k < 2; k++) {
         size_t info_room = work->classes_room, partner_room = work->classes_room;
@@ -166,7 +167,8 @@ int work_reserve(Work *work, size_t positions, size_t shorter, int words) {
         classes = info_room;
     }
     work->classes_room = classes;
-    if (table_reserve(work, shorter) < 0 || (words && tokens_reserve(work, distinct_tokens_bound(positions)) < 0))
+    if (table_reserve(work, shorter) < 0 ||
+        (words && tokens_reserve(work, distinct_tokens_bound(positions, texts)) < 0))
         return -1;
     if (work->direct == NULL && (work->direct = calloc(DIRECT_SLOTS, sizeof(DirectSlot))) == NULL) return -1;
     for (int side = 0; side < 2; side++)
