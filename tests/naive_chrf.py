@@ -99,6 +99,36 @@ def round6(value):
     return str(whole // 1000000) + "." + str(whole % 1000000).rjust(6, "0")
 
 
+def naive_parts(totals, beta, averaging):
+    """Per order (precision, recall, F) as the contract defines them (None where undefined), the averages, the number
+    of effective orders and the score, all exact; the totals may be integers or Fractions."""
+    parts, ps, rs, fs = [], [], [], []
+    b2 = Fraction(beta * beta)
+    for h, r, m in totals:
+        p = Fraction(m) / h if h > 0 else None
+        rc = Fraction(m) / r if r > 0 else None
+        if p is None or rc is None:
+            f = None
+        elif m == 0:
+            f = Fraction(0)
+        else:
+            f = (1 + b2) * p * rc / (b2 * p + rc)
+        if h > 0 and r > 0:
+            ps.append(p)
+            rs.append(rc)
+        fs.append(Fraction(0) if f is None else f)
+        parts.append((p, rc, f))
+    avg_p = sum(ps, Fraction(0)) / len(ps) if ps else Fraction(0)
+    avg_r = sum(rs, Fraction(0)) / len(rs) if rs else Fraction(0)
+    if averaging == "per_order_f":
+        score = 100 * sum(fs, Fraction(0)) / len(fs)
+    elif avg_p + avg_r == 0:
+        score = Fraction(0)
+    else:
+        score = 100 * (1 + b2) * avg_p * avg_r / (b2 * avg_p + avg_r)
+    return parts, avg_p, avg_r, len(ps), score
+
+
 def naive_score(request):
     """The contract's output for an already valid request."""
     char_order = int(request.get("char_order", 6))
@@ -110,22 +140,10 @@ def naive_score(request):
     totals = request.get("totals") or naive_counts(
         request["hypotheses"], request["references"], char_order, word_order, lowercase, include_whitespace
     )
-    orders, ps, rs, fs = [], [], [], []
-    b2 = Fraction(beta * beta)
-    for index, (h, r, m) in enumerate(totals):
+    parts, avg_p, avg_r, effective, score = naive_parts(totals, beta, averaging)
+    orders = []
+    for index, ((h, r, m), (p, rc, f)) in enumerate(zip(totals, parts)):
         kind, n = ("char", index + 1) if index < char_order else ("word", index - char_order + 1)
-        p = Fraction(m, h) if h > 0 else None
-        rc = Fraction(m, r) if r > 0 else None
-        if p is None or rc is None:
-            f = None
-        elif m == 0:
-            f = Fraction(0)
-        else:
-            f = (1 + b2) * p * rc / (b2 * p + rc)
-        if h > 0 and r > 0:
-            ps.append(p)
-            rs.append(rc)
-        fs.append(Fraction(0) if f is None else f)
         orders.append(
             {
                 "type": kind,
@@ -139,14 +157,6 @@ def naive_score(request):
                 "f_score": None if f is None else fmt(f),
             }
         )
-    avg_p = sum(ps, Fraction(0)) / len(ps) if ps else Fraction(0)
-    avg_r = sum(rs, Fraction(0)) / len(rs) if rs else Fraction(0)
-    if averaging == "per_order_f":
-        score = 100 * sum(fs, Fraction(0)) / len(fs)
-    elif avg_p + avg_r == 0:
-        score = Fraction(0)
-    else:
-        score = 100 * (1 + b2) * avg_p * avg_r / (b2 * avg_p + avg_r)
     return {
         "char_order": char_order,
         "word_order": word_order,
@@ -156,7 +166,7 @@ def naive_score(request):
         "averaging": averaging,
         "segment_count": len(request["hypotheses"]),
         "orders": orders,
-        "effective_order_count": len(ps),
+        "effective_order_count": effective,
         "average_precision": fmt(avg_p),
         "average_recall": fmt(avg_r),
         "score": round6(score),
@@ -173,30 +183,32 @@ def units_of(text, char_order, word_order, lowercase, include_whitespace):
     return [grams(chars, n) for n in range(1, char_order + 1)] + [grams(words, n) for n in range(1, word_order + 1)]
 
 
-def naive_aggregate(hypotheses, references, **chosen):
+def naive_aggregate(hypotheses, references, weights=None, **chosen):
     """Each hypothesis' exact score against the references' average n-gram counts, as the definition reads: average
-    counts S_g / R as Fractions, matches = sum of min(h_g, S_g / R), precision = matches / the hypothesis'
-    n-grams, recall = matches / (the references' n-grams / R); scaled by R into integer totals for naive_score."""
+    counts S_g as Fractions (each reference's counts times its share of the weights, 1/R each without weights),
+    matches = sum of min(h_g, S_g), precision = matches / the hypothesis' n-grams, recall = matches / the average
+    references' n-grams."""
     char_order, word_order = int(chosen.get("char_order", 6)), int(chosen.get("word_order", 0))
     options = (char_order, word_order, chosen.get("lowercase", False), chosen.get("include_whitespace", False))
-    r = len(references)
+    if weights is None:
+        shares = [Fraction(1, len(references))] * len(references)
+    else:
+        total = sum(Fraction(weight) for weight in weights)
+        shares = [Fraction(weight) / total for weight in weights]
     tables = [units_of(reference, *options) for reference in references]
     average = []
     for order in range(char_order + word_order):
         summed = {}
-        for table in tables:
+        for share, table in zip(shares, tables):
             for key, value in table[order].items():
-                summed[key] = summed.get(key, 0) + value
-        average.append({key: Fraction(value, r) for key, value in summed.items()})
+                summed[key] = summed.get(key, Fraction(0)) + share * value
+        average.append(summed)
     scores = []
     for hypothesis in hypotheses:
         totals = []
         for order, table in enumerate(units_of(hypothesis, *options)):
             matched = sum((min(Fraction(count), average[order].get(key, Fraction(0))) for key, count in table.items()),
                           Fraction(0))
-            hyp, ref = sum(table.values()), sum(average[order].values(), Fraction(0))
-            totals.append([r * hyp, int(r * ref), int(r * matched)])
-        totals = totals or None
-        request = {"hypotheses": [hypothesis], "references": [references[0]], "totals": totals, **chosen}
-        scores.append(Fraction(naive_score(request)["score_fraction"]))
+            totals.append([Fraction(sum(table.values())), sum(average[order].values(), Fraction(0)), matched])
+        scores.append(naive_parts(totals, int(chosen.get("beta", 2)), chosen.get("averaging", "precision_recall"))[-1])
     return scores

@@ -81,14 +81,24 @@ for _ in range(300):  # pairwise: every shape of side, both averagings, the exac
         assert aggregated.tolist() == matrix[:, 0].tolist()
     assert [len(scores) for scores in metric.aggregate_batch([sides[0]] * 3, [sides[1]] * 3, threads=threads)] == [
         len(sides[0])] * 3
+    weights = [rng.choice([0, 1, rng.random(), 1e-30, 2.5e10]) for _ in sides[1]]
+    if any(weights):
+        weighted = metric.aggregate(*sides, threads=threads, weights=weights)
+        assert weighted.tolist() == [float(value) for value in metric.aggregate(*sides, weights=weights, exact=True)]
 chrf_core.kernel.NATIVE.pairwise([big, "ab"], [big[::-1]], 6, 2, False, 2, True, 1, 3, numpy.empty((2, 1)))
 chrf_core.kernel.NATIVE.aggregate([big, "ab"], [big[::-1], "b"], 6, 2, False, 2, True, 1, 3, numpy.empty(2),
-                                  numpy.empty((2, 8, 3), dtype=numpy.int64))
+                                  numpy.empty((2, 8, 3), dtype=numpy.int64), None)
+chrf_core.kernel.NATIVE.aggregate([big, "ab"], [big[::-1], "b"], 6, 2, False, 2, True, 64, 3, numpy.empty(2),
+                                  numpy.empty((2, 8, 3), dtype=numpy.int64), numpy.array([[0.75, 0.0], [0.25, 0.0]]))
 with contextlib.suppress(TypeError):
     chrf_core.kernel.NATIVE.pairwise(["a"], ["a", 3], 2, 0, False, 2, 0, 80, 1, numpy.empty((1, 2)))
 with contextlib.suppress(ValueError):
     chrf_core.kernel.NATIVE.pairwise(["a"], ["a", "b"], 2, 0, False, 2, 0, 80, 1, numpy.empty((1, 3)))
 with contextlib.suppress(ValueError):
     chrf_core.kernel.NATIVE.aggregate(["a"], ["a"], 2, 0, False, 2, 0, 80, 1, numpy.empty(1),
-                                      numpy.empty((1, 2, 2), dtype=numpy.int64))
+                                      numpy.empty((1, 2, 2), dtype=numpy.int64), None)
+for bad_weights in (numpy.array([[0.5, 0.0]]), numpy.array([[float("nan"), 0.0], [1.0, 0.0]]), b"123"):
+    with contextlib.suppress(ValueError, TypeError):
+        chrf_core.kernel.NATIVE.aggregate(["a"], ["a", "b"], 2, 0, False, 2, 0, 64, 1, numpy.empty(1),
+                                          numpy.empty((1, 2, 3), dtype=numpy.int64), bad_weights)
 print("sanitized run: no errors")

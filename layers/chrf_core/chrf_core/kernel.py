@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 Triple = tuple[int, int, int]  # one order's (hypothesis n-grams, reference n-grams, matching n-grams)
 ExactScore = Callable[[Sequence[Triple] | Sequence[list[int]]], Fraction]
 TOLERANCE_BITS = 80  # a native score within 2^-80 of a rounding midpoint is recomputed exactly
+WEIGHTED_TOLERANCE_BITS = 64  # weighted counts carry a relative error below 2^-70 (aggregate.c): a margin of 2^6
+SMALLEST_NATIVE_SHARE = Fraction(1, 2**400)  # below, double-double products could leave the normal range: Python
 
 
 def as_counted(texts: Sequence[str], settings: Settings) -> Sequence[str]:
@@ -97,6 +99,14 @@ class Kernel:
         references' n-grams, matches."""
         raise NotImplementedError
 
+    def weighted_aggregate(self, hypotheses: Sequence[str], references: Sequence[str], settings: Settings,
+                           exact: ExactScore, threads: int, weights: Sequence[int]) -> numpy.ndarray:
+        """:meth:`aggregate`'s scores with reference j counted ``weights[j]`` times (integers, their sum R)."""
+        import numpy
+
+        return numpy.array([float(exact(orders)) for orders in weighted_counts(hypotheses, references, settings,
+                                                                                weights)])
+
 
 class PythonKernel(Kernel):
     """The plain definition: every MBR score computed exactly from the pair's counts."""
@@ -126,6 +136,15 @@ class PythonKernel(Kernel):
             counts[index] = orders
             scores[index] = float(exact(orders))
         return scores, counts
+
+
+def weighted_counts(hypotheses: Sequence[str], references: Sequence[str], settings: Settings,
+                    weights: Sequence[int]) -> list[tuple[Triple, ...]]:
+    """Each hypothesis' per-order counts against the references counted ``weights[j]`` times each, exactly (Python
+    integers of any size, whatever kernel is chosen)."""
+    return list(python_kernel.aggregate(as_counted(hypotheses, settings), as_counted(references, settings),
+                                        settings.char_order, settings.word_order, settings.include_whitespace,
+                                        weights))
 
 
 class NativeKernel(Kernel):
@@ -163,10 +182,35 @@ class NativeKernel(Kernel):
         scores = numpy.empty(len(hypotheses))
         counts = numpy.empty((len(hypotheses), settings.orders, 3), dtype=numpy.int64)
         undecided = self.module.aggregate(as_counted(hypotheses, settings), as_counted(references, settings),
-                                          *self._scoring(settings), threads, scores, counts)
+                                          *self._scoring(settings), threads, scores, counts, None)
         for index in undecided:
             scores[index] = float(exact(counts[index].tolist()))
         return scores, counts
+
+    def weighted_aggregate(self, hypotheses: Sequence[str], references: Sequence[str], settings: Settings,
+                           exact: ExactScore, threads: int, weights: Sequence[int]) -> numpy.ndarray:
+        """In double-double arithmetic; a score it cannot round for certain is computed exactly in Python (all of
+        them when a weight's share is below 2^-400 but not 0)."""
+        import numpy
+
+        total = sum(weights)
+        shares = [Fraction(weight, total) for weight in weights]
+        if any(0 < share < SMALLEST_NATIVE_SHARE for share in shares):
+            return super().weighted_aggregate(hypotheses, references, settings, exact, threads, weights)
+        pairs = numpy.empty((len(weights), 2))
+        for row, share in zip(pairs, shares):
+            row[0] = float(share)
+            row[1] = float(share - Fraction(row[0]))
+        scores = numpy.empty(len(hypotheses))
+        counts = numpy.empty((len(hypotheses), settings.orders, 3), dtype=numpy.int64)
+        scoring = self._scoring(settings)[:-1] + (WEIGHTED_TOLERANCE_BITS,)
+        undecided = self.module.aggregate(as_counted(hypotheses, settings), as_counted(references, settings),
+                                          *scoring, threads, scores, counts, pairs)
+        if undecided:
+            chosen_hypotheses = [hypotheses[index] for index in undecided]
+            for index, orders in zip(undecided, weighted_counts(chosen_hypotheses, references, settings, weights)):
+                scores[index] = float(exact(orders))
+        return scores
 
 
 def _load_native() -> tuple[Any, str | None]:

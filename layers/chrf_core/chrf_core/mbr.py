@@ -4,13 +4,20 @@
 references' n-gram counts averaged (reference aggregation, Vamvas and Sennrich 2024: cost linear, not quadratic, in
 the number of samples), defined exactly: with R references, per order, matches = the sum over n-grams g of
 min(R h_g, S_g) where S_g sums g's counts over the references, precision = matches / (R x the hypothesis' n-grams),
-recall = matches / (all the references' n-grams), then the contract's averaging. Every float is correctly rounded
-from its exact fraction. The batch forms take one candidate set per source sentence and spread the sets over the
-threads; a single set is spread by rows. The native kernel runs without the GIL.
+recall = matches / (all the references' n-grams), then the contract's averaging. With weights w_j (normalised to sum
+to 1; uniform, 1/R, without), the references' average counts are weighted instead: S_g = the sum of w_j times g's
+count in reference j, matches = the sum over g of min(h_g, S_g), precision = matches / (the hypothesis' n-grams),
+recall = matches / (the sum of w_j times reference j's n-grams) (mbrs' model-based aggregation, with its
+``reference_lprobs`` as softmax weights). Weights are taken at their exact value (a float is the rational it
+stands for). Every float is correctly rounded from its exact fraction. The batch forms take one candidate set per
+source sentence and spread the sets over the threads; a single set is spread by rows. The native kernel runs without
+the GIL.
 """
 
 from __future__ import annotations
 
+import math
+import numbers
 import os
 from collections.abc import Callable, Iterable, Sequence
 from fractions import Fraction
@@ -20,7 +27,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from .contract import TEXT_KEYS, Settings
 from .errors import InvalidInputError, describe
 from .formula import exact_score
-from .kernel import chosen
+from .kernel import chosen, weighted_counts
 from .texts import MAX_TEXT_LENGTH, check_encodable, check_flag, check_strings, not_one_text
 
 if TYPE_CHECKING:
@@ -72,14 +79,48 @@ def pairwise(settings: Settings, hypotheses: list[str], references: list[str], t
     return chosen().pairwise(hypotheses, references, settings, partial(exact_score, settings), threads)
 
 
+def integer_weights(weights: Any, references: int) -> list[int] | None:
+    """One weight per reference, checked (numbers from 0, finite, not all 0; a NumPy array or a tensor as its
+    values), as integers in the same proportions (exactly: a float is the rational it stands for); None for none."""
+    if weights is None:
+        return None
+    if isinstance(weights, (str, bytes)) or (not isinstance(weights, Iterable) and not hasattr(weights, "tolist")):
+        raise TypeError(f"weights: expected a sequence of numbers (one per reference), got {type(weights).__name__}")
+    values = weights.tolist() if hasattr(weights, "tolist") else list(weights)
+    if not isinstance(values, list):
+        raise TypeError("weights: expected a sequence of numbers (one per reference), got a single number")
+    if len(values) != references:
+        raise InvalidInputError("weights", f"must have one weight per reference ({references}), got {len(values)}")
+    exact = []
+    for index, value in enumerate(values):
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise TypeError(f"weights[{index}]: expected a number, got {type(value).__name__}")
+        if not isinstance(value, numbers.Rational) and not math.isfinite(value):
+            raise InvalidInputError("weights", f"must be finite, got {value}", index=index)
+        share = Fraction(value) if isinstance(value, numbers.Rational) else Fraction(float(value))
+        if share < 0:
+            raise InvalidInputError("weights", f"must be 0 or more, got {value}", index=index)
+        exact.append(share)
+    if not any(exact):
+        raise InvalidInputError("weights", "must not all be 0")
+    scale = math.lcm(*(share.denominator for share in exact))
+    return [int(share * scale) for share in exact]
+
+
 def aggregate(settings: Settings, hypotheses: list[str], references: list[str], threads: int,
-              exact: bool) -> numpy.ndarray | list[Fraction]:
-    """Each (checked) hypothesis against the references' averaged n-gram counts: float64 scores, or exact
-    Fractions."""
+              exact: bool, weights: Any = None) -> numpy.ndarray | list[Fraction]:
+    """Each (checked) hypothesis against the references' averaged (or weighted) n-gram counts: float64 scores, or
+    exact Fractions."""
     check_flag("exact", exact)
-    scores, counts = chosen().aggregate(hypotheses, references, settings, partial(exact_score, settings), threads)
+    scale = integer_weights(weights, len(references))
+    score = partial(exact_score, settings)
+    if scale is not None:
+        if exact:
+            return [score(orders) for orders in weighted_counts(hypotheses, references, settings, scale)]
+        return chosen().weighted_aggregate(hypotheses, references, settings, score, threads, scale)
+    scores, counts = chosen().aggregate(hypotheses, references, settings, score, threads)
     if exact:
-        return [exact_score(settings, orders) for orders in counts.tolist()]
+        return [score(orders) for orders in counts.tolist()]
     return scores
 
 

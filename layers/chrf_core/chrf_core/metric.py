@@ -251,23 +251,27 @@ class CHRF:
 
     @overload
     def aggregate(self, hypotheses: Sequence[str], references: Sequence[str], *, exact: Literal[False] = False,
-                  threads: int | None = None) -> numpy.ndarray: ...
+                  threads: int | None = None, weights: Any = None) -> numpy.ndarray: ...
 
     @overload
     def aggregate(self, hypotheses: Sequence[str], references: Sequence[str], *, exact: Literal[True],
-                  threads: int | None = None) -> list[Fraction]: ...
+                  threads: int | None = None, weights: Any = None) -> list[Fraction]: ...
 
     def aggregate(self, hypotheses: Sequence[str], references: Sequence[str], *, exact: bool = False,
-                  threads: int | None = None) -> numpy.ndarray | list[Fraction]:
+                  threads: int | None = None, weights: Any = None) -> numpy.ndarray | list[Fraction]:
         """Each hypothesis scored once against the references' averaged n-gram counts (reference aggregation for
         MBR decoding, linear in the number of references): a float64 array, each entry correctly rounded from its
-        exact fraction, or with ``exact`` the Fractions. With one reference it is ``pairwise``'s column. See
-        :mod:`chrf_core.mbr` for the exact definition.
+        exact fraction, or with ``exact`` the Fractions. With one reference it is ``pairwise``'s column. With
+        ``weights`` (one number per reference, from 0; a list, a NumPy array or a tensor), the average is weighted
+        by them, normalised to sum to 1 (mbrs' ``reference_lprobs`` as their softmax). See :mod:`chrf_core.mbr`
+        for the exact definition.
 
         >>> CHRF().aggregate(["a cat", "the dog"], ["the cat", "a dog"]).round(4).tolist()
         [24.0791, 24.37]
+        >>> CHRF().aggregate(["a cat", "the dog"], ["the cat", "a dog"], weights=[3, 1]).round(4).tolist()
+        [28.0383, 21.5498]
         """
-        return mbr.aggregate(self, *mbr.checked(hypotheses, references), mbr.thread_count(threads), exact)
+        return mbr.aggregate(self, *mbr.checked(hypotheses, references), mbr.thread_count(threads), exact, weights)
 
     def pairwise_batch(self, hypothesis_sets: Sequence[Sequence[str]], reference_sets: Sequence[Sequence[str]], *,
                        threads: int | None = None) -> list[numpy.ndarray]:

@@ -103,18 +103,21 @@ def pairwise(
 
 
 def aggregate(
-    hypotheses: Sequence[str], references: Sequence[str], char_order: int, word_order: int, include_whitespace: bool
+    hypotheses: Sequence[str], references: Sequence[str], char_order: int, word_order: int, include_whitespace: bool,
+    weights: Sequence[int] | None = None,
 ) -> Iterator[tuple[tuple[int, int, int], ...]]:
     """Each hypothesis against the references' n-gram counts summed, as per-order counts: with R references,
     (R x its n-grams, the references' n-grams, the sum over n-grams g of min(R x its count of g, the references'
-    count of g)), so that the contract's formula on them scores against the references' average counts exactly."""
-    r = len(references)
+    count of g)), so that the contract's formula on them scores against the references' average counts exactly.
+    With integer ``weights`` (one per reference), reference j counts weights[j] times and R is their sum."""
+    weights = [1] * len(references) if weights is None else weights
+    r = sum(weights)
     summed: list[Counter[Any]] = [Counter() for _ in range(char_order + word_order)]
     totals = [0] * (char_order + word_order)
-    for reference in references:
+    for reference, weight in zip(references, weights, strict=True):
         for o, (total, grams) in enumerate(profile(reference, char_order, word_order, include_whitespace)):
-            summed[o].update(grams)
-            totals[o] += total
+            summed[o].update({gram: weight * count for gram, count in grams.items()} if weight != 1 else grams)
+            totals[o] += weight * total
     for row in (profile(hypothesis, char_order, word_order, include_whitespace) for hypothesis in hypotheses):
         yield tuple((r * total, totals[o], sum(min(r * count, summed[o][gram]) for gram, count in grams.items()))
                     for o, (total, grams) in enumerate(row))

@@ -3,6 +3,11 @@
  * Sennrich 2024), exactly: with R references, per order, matches = sum over n-grams g of min(R h_g, S_g), where S_g
  * sums g's counts over the references; the hypothesis' n-grams count R times, the references' all of theirs. Cost:
  * the texts' length times the orders, whatever the number of references (no Python here).
+ *
+ * With weights w_j for the references, S_g = sum over j of w_j times g's count in reference j, the hypothesis'
+ * n-grams count W = sum of w_j times, the references' n-grams count w_j times each: the same formula with the
+ * uniform 1 replaced by the weights. Weighted counts are double-double values, each a sum of positive terms with a
+ * relative error far below 2^-70; a score within the caller's tolerance of a rounding midpoint is flagged.
  */
 #include "mbr.h"
 
@@ -15,13 +20,37 @@
 typedef struct {
     const Scoring *scoring;
     int orders;
-    uint64_t references;      /* R */
-    const uint64_t *summed;   /* per row: S, the references' count */
+    uint64_t references;        /* R */
+    const uint64_t *summed;     /* per row: S, the references' count */
     const uint64_t *ref_ngrams; /* per order: all the references' n-grams */
     double *scores;
     int64_t *counts;
     Run *run;
+    const Double2 *weighted_sums;   /* with weights (else NULL), per row: S, the weighted count */
+    Double2 weight_total;           /* W */
+    const Double2 *weighted_ngrams; /* per order: the references' n-grams, weighted */
 } Aggregate;
+
+/* One hypothesis against the weighted references: its score (counts are not integers, so none are written). */
+static Double2 weighted_score(const Aggregate *a, const Scratch *s, size_t i, size_t distinct) {
+    const Corpus *corpus = &a->run->corpus;
+    const int orders = a->orders;
+    Double2 values[3 * MAX_ORDERS];
+    for (int o = 0; o < 3 * orders; o++) values[o] = d2_of(0.0);
+    Double2 *hyp = values, *ref = values + orders, *matches = values + 2 * orders;
+    for (size_t e = 0; e < distinct; e++) {
+        const size_t row = s->entries[e].reference;
+        int o = 0;
+        while (row >= corpus->base[o + 1]) o++;
+        const Double2 mine = d2_mul(a->weight_total, d2_of(s->entries[e].count)), theirs = a->weighted_sums[row];
+        matches[o] = d2_add(matches[o], d2_less(mine, theirs) ? mine : theirs);
+    }
+    for (int o = 0; o < orders; o++) {
+        hyp[o] = d2_mul(a->weight_total, d2_of(corpus->totals[i * (size_t)orders + o]));
+        ref[o] = a->weighted_ngrams[o];
+    }
+    return chrf_score_of(a->scoring, orders, hyp, ref, matches);
+}
 
 static int score_hypotheses(void *shared, int worker, size_t from, size_t to) {
     const Aggregate *a = shared;
@@ -33,6 +62,12 @@ static int score_hypotheses(void *shared, int worker, size_t from, size_t to) {
     for (size_t i = from; i < to; i++) {
         size_t distinct = distinct_ngrams(corpus, i, a->scoring->char_order, orders, (uint32_t)i, s->seen,
                                           s->where, s->entries);
+        if (a->weighted_sums != NULL) {
+            const Double2 value = weighted_score(a, s, i, distinct);
+            a->scores[i] = value.hi;
+            if (near_midpoint(value, a->scoring->tolerance) && flag(&a->run->found[worker], i) < 0) return -1;
+            continue;
+        }
         uint64_t matches[MAX_ORDERS] = {0};
         for (size_t e = 0; e < distinct; e++) {
             const size_t row = s->entries[e].reference;
@@ -60,18 +95,26 @@ static int score_hypotheses(void *shared, int worker, size_t from, size_t to) {
     return 0;
 }
 
-int aggregate_scores(const Texts *texts, const Scoring *scoring, int threads, double *scores, int64_t *counts,
-                     Flagged *flagged, Pause pause, void *context) {
+int aggregate_scores(const Texts *texts, const Scoring *scoring, const Double2 *weights, int threads, double *scores,
+                     int64_t *counts, Flagged *flagged, Pause pause, void *context) {
     const int orders = scoring->char_order + scoring->word_order;
     const size_t rows = texts->rows, columns = texts->columns;
     Run run;
     uint64_t *summed = NULL, ref_ngrams[MAX_ORDERS] = {0};
+    Double2 *weighted_sums = NULL, weighted_ngrams[MAX_ORDERS], weight_total = d2_of(0.0);
+    for (int o = 0; o < orders; o++) weighted_ngrams[o] = d2_of(0.0);
     int status = run_begin(&run, texts, scoring, threads, 0, pause, context);
     if (status != 0) goto done;
     status = -1;
     const Corpus *corpus = &run.corpus;
     summed = calloc(corpus->base[orders] + 1, sizeof(uint64_t));
     if (summed == NULL) goto done;
+    if (weights != NULL) {
+        weighted_sums = malloc((corpus->base[orders] + 1) * sizeof(Double2));
+        if (weighted_sums == NULL) goto done;
+        for (size_t row = 0; row <= corpus->base[orders]; row++) weighted_sums[row] = d2_of(0.0);
+        for (size_t j = 0; j < columns; j++) weight_total = d2_add(weight_total, weights[j]);
+    }
     size_t counted = 0, next_pause = 0;
     for (int o = 0; o < orders; o++) { /* the references' counts, summed per row */
         const int kind = o >= scoring->char_order, n = kind ? o - scoring->char_order + 1 : o + 1;
@@ -84,15 +127,23 @@ int aggregate_scores(const Texts *texts, const Scoring *scoring, int threads, do
             }
             const size_t from = corpus->unit_start[kind][j], to = corpus->unit_start[kind][j + 1];
             counted += to - from + 1;
+            if (weighted_sums != NULL) {
+                const Double2 weight = weights[j - rows];
+                for (size_t i = from; i + (size_t)(n - 1) < to; i++)
+                    weighted_sums[corpus->base[o] + ids[i]] = d2_add(weighted_sums[corpus->base[o] + ids[i]], weight);
+                weighted_ngrams[o] = d2_add(weighted_ngrams[o], d2_mul(weight, d2_of(corpus->totals[j * orders + o])));
+            }
             for (size_t i = from; i + (size_t)(n - 1) < to; i++) summed[corpus->base[o] + ids[i]]++;
             ref_ngrams[o] += corpus->totals[j * orders + o];
         }
     }
-    Aggregate shared = {scoring, orders, columns, summed, ref_ngrams, scores, counts, &run};
+    Aggregate shared = {scoring, orders, columns, summed, ref_ngrams, scores, counts, &run,
+                        weighted_sums, weight_total, weighted_ngrams};
     size_t chunk = NGRAMS_PER_PAUSE / (corpus->longest + 1) + 1, balanced = rows / (4 * (size_t)run.threads) + 1;
     status = parallel_rows(rows, chunk < balanced ? chunk : balanced, run.threads, score_hypotheses, &shared, pause,
                            context);
 done:
     free(summed);
+    free(weighted_sums);
     return run_end(&run, flagged, status);
 }

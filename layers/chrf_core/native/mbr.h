@@ -3,6 +3,7 @@
 #ifndef CHRF_MBR_H
 #define CHRF_MBR_H
 
+#include "double2.h"
 #include "kernel.h"
 
 #define MAX_THREADS 256
@@ -37,18 +38,19 @@ int pairwise_scores(const Texts *texts, const Scoring *scoring, int threads, dou
 /* Each hypothesis against the references' n-gram counts summed: with R references, per order, matches is the sum
    over n-grams g of min(R h_g, S_g), the hypothesis' n-grams R h and the references' all of theirs. Fills scores[i]
    (rounded to the nearest double) and counts[i * 3 * orders + 3 * o + {0, 1, 2}] (R h, references' n-grams,
-   matches). Returns as pairwise_scores does. */
-int aggregate_scores(const Texts *texts, const Scoring *scoring, int threads, double *scores, int64_t *counts,
-                     Flagged *flagged, Pause pause, void *context);
+   matches). With `weights` (one per reference, else NULL) the counts are weighted instead (aggregate.c) and only
+   the scores are filled. Returns as pairwise_scores does. */
+int aggregate_scores(const Texts *texts, const Scoring *scoring, const Double2 *weights, int threads, double *scores,
+                     int64_t *counts, Flagged *flagged, Pause pause, void *context);
 
 /* ---- shared by both (corpus.c, scores.c) ---- */
 
-typedef struct {
-    double hi, lo;
-} Double2;
 
 /* A score (0..100) from per-order n-gram totals and matches, as the contract defines it, in double-double. */
 Double2 chrf_score(const Scoring *scoring, int orders, const double *hyp, const double *ref, const double *matches);
+/* The same from counts that are themselves double-double values (weighted counts, not integers). */
+Double2 chrf_score_of(const Scoring *scoring, int orders, const Double2 *hyp, const Double2 *ref,
+                      const Double2 *matches);
 /* Whether rounding value.hi may differ from rounding the exact value, which lies within hi * tolerance of it. */
 int near_midpoint(Double2 value, double tolerance);
 /* Append an index to flagged: 0, or -1 when out of memory. */

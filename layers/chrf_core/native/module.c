@@ -333,6 +333,7 @@ typedef struct {
     int threads;
     double *scores;
     int64_t *counts_out;
+    const Double2 *weights; /* aggregate: one per reference, or NULL */
 } MbrCall;
 
 /* The kernel's own bounds, not the contract's ranges (CHRF checks those): orders its buffers hold, a beta whose
@@ -403,8 +404,8 @@ static int run_pairwise(const Texts *texts, const MbrCall *call, Flagged *flagge
 }
 
 static int run_aggregate(const Texts *texts, const MbrCall *call, Flagged *flagged, PyThreadState **state) {
-    return aggregate_scores(texts, &call->scoring, call->threads, call->scores, call->counts_out, flagged,
-                            pause_for_signals, state);
+    return aggregate_scores(texts, &call->scoring, call->weights, call->threads, call->scores, call->counts_out,
+                            flagged, pause_for_signals, state);
 }
 
 PyDoc_STRVAR(pairwise_doc,
@@ -440,19 +441,21 @@ static PyObject *pairwise(PyObject *module, PyObject *args) {
 
 PyDoc_STRVAR(aggregate_doc,
              "aggregate(hypotheses, references, char_order, word_order, include_whitespace, beta, per_order_f,\n"
-             "          tolerance_bits, threads, scores, counts)\n--\n\n"
+             "          tolerance_bits, threads, scores, counts, weights)\n--\n\n"
              "Each hypothesis against the references' summed n-gram counts into scores (len(hypotheses) native\n"
              "doubles) and counts (len(hypotheses) x orders x 3 native int64s: R x hypothesis n-grams, the\n"
-             "references' n-grams, matches). Returns the indices whose rounding could not be decided, as pairwise.");
+             "references' n-grams, matches). weights: None, or one weight per reference as double-double\n"
+             "(hi, lo) pairs of native doubles, positive or 0; then the counts are weighted and only the scores\n"
+             "are filled. Returns the indices whose rounding could not be decided, as pairwise.");
 
 static PyObject *aggregate(PyObject *module, PyObject *args) {
     (void)module;
     MbrCall call;
-    PyObject *scores_out, *counts_out;
+    PyObject *scores_out, *counts_out, *weights_in;
     int char_order, word_order, keep_whitespace, beta, per_order_f, tolerance_bits;
-    if (!PyArg_ParseTuple(args, "OOiipipiiOO:aggregate", &call.sides[0], &call.sides[1], &char_order, &word_order,
+    if (!PyArg_ParseTuple(args, "OOiipipiiOOO:aggregate", &call.sides[0], &call.sides[1], &char_order, &word_order,
                           &keep_whitespace, &beta, &per_order_f, &tolerance_bits, &call.threads, &scores_out,
-                          &counts_out) ||
+                          &counts_out, &weights_in) ||
         mbr_settings(&call, char_order, word_order, keep_whitespace, beta, per_order_f, tolerance_bits) < 0)
         return NULL;
     const size_t rows = (size_t)call.counts[0], orders = (size_t)(char_order + word_order);
@@ -468,10 +471,32 @@ static PyObject *aggregate(PyObject *module, PyObject *args) {
     }
     call.scores = (double *)scores.buf;
     call.counts_out = (int64_t *)counts.buf;
+    call.weights = NULL;
+    Py_buffer weights = {0};
+    if (weights_in != Py_None) {
+        if (PyObject_GetBuffer(weights_in, &weights, PyBUF_SIMPLE) < 0) goto released;
+        if ((size_t)weights.len != (size_t)call.counts[1] * sizeof(Double2)) {
+            PyErr_SetString(PyExc_ValueError, "weights: one (hi, lo) pair of doubles per reference");
+            goto released;
+        }
+        call.weights = (const Double2 *)weights.buf;
+        for (Py_ssize_t j = 0; j < call.counts[1]; j++) {
+            if (!(call.weights[j].hi >= 0 && call.weights[j].hi <= 1.0)) { /* normalized: NaN fails too */
+                PyErr_SetString(PyExc_ValueError, "weights: each from 0 to 1");
+                goto released;
+            }
+        }
+    }
     PyObject *result = scored(&call, run_aggregate);
     PyBuffer_Release(&scores);
     PyBuffer_Release(&counts);
+    if (weights.obj != NULL) PyBuffer_Release(&weights);
     return result;
+released:
+    PyBuffer_Release(&scores);
+    PyBuffer_Release(&counts);
+    if (weights.obj != NULL) PyBuffer_Release(&weights);
+    return NULL;
 }
 
 PyDoc_STRVAR(set_seed_doc, "set_seed(seed)\n--\n\nSeed the hash tables (once per process, from os.urandom).");

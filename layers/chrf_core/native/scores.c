@@ -9,52 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static inline Double2 quick_two_sum(double a, double b) {
-    double s = a + b;
-    Double2 r = {s, b - (s - a)};
-    return r;
-}
-
-static inline Double2 two_sum(double a, double b) {
-    double s = a + b, v = s - a;
-    Double2 r = {s, (a - (s - v)) + (b - v)};
-    return r;
-}
-
-static inline Double2 two_product(double a, double b) {
-    double p = a * b, ta = 134217729.0 * a, tb = 134217729.0 * b;
-    double ah = ta - (ta - a), al = a - ah, bh = tb - (tb - b), bl = b - bh;
-    Double2 r = {p, ((ah * bh - p) + ah * bl + al * bh) + al * bl};
-    return r;
-}
-
-static inline Double2 d2_add(Double2 a, Double2 b) {
-    Double2 s = two_sum(a.hi, b.hi), t = two_sum(a.lo, b.lo);
-    s = quick_two_sum(s.hi, s.lo + t.hi);
-    return quick_two_sum(s.hi, s.lo + t.lo);
-}
-
-static inline Double2 d2_mul(Double2 a, Double2 b) {
-    Double2 p = two_product(a.hi, b.hi);
-    return quick_two_sum(p.hi, p.lo + (a.hi * b.lo + a.lo * b.hi));
-}
-
-static inline Double2 d2_of(double a) {
-    Double2 r = {a, 0.0};
-    return r;
-}
-
-static Double2 d2_div(Double2 a, Double2 b) {
-    double q1 = a.hi / b.hi;
-    Double2 p = d2_mul(b, d2_of(-q1));
-    Double2 r = d2_add(a, p);
-    double q2 = r.hi / b.hi;
-    p = d2_mul(b, d2_of(-q2));
-    r = d2_add(r, p);
-    double q3 = r.hi / b.hi;
-    return d2_add(quick_two_sum(q1, q2), d2_of(q3));
-}
-
 /* Whether rounding `value` (normalized: hi is lo + hi rounded) to hi may differ from rounding the exact value, which
    lies within hi * tolerance of it: true when lo is that close to half the gap to hi's neighbour on lo's side. */
 int near_midpoint(Double2 value, double tolerance) {
@@ -70,7 +24,7 @@ int near_midpoint(Double2 value, double tolerance) {
 }
 
 /* Whether an order counts in the averages: both sides have n-grams of it. */
-static inline int effective(double hyp, double ref) { return hyp > 0 && ref > 0; }
+static inline int effective(Double2 hyp, Double2 ref) { return hyp.hi > 0 && ref.hi > 0; }
 
 /* F-beta of precision P = match / hyp and recall R = match / ref: (1 + b^2) P R / (b^2 P + R) is
    (1 + b^2) match / (b^2 ref + hyp). Any P = a / c and R = b / d take this form over the common numerator a b
@@ -79,20 +33,21 @@ static inline Double2 f_beta(double b2, Double2 hyp, Double2 ref, Double2 match)
     return d2_div(d2_mul(d2_of(1 + b2), match), d2_add(d2_mul(d2_of(b2), ref), hyp));
 }
 
-/* Every count is an integer below 2^53 (exact as a double); products and sums of them are formed exactly. */
-Double2 chrf_score(const Scoring *scoring, int orders, const double *hyp, const double *ref, const double *matches) {
+/* Products and sums of the counts are formed in double-double: exactly for integers below 2^53. */
+Double2 chrf_score_of(const Scoring *scoring, int orders, const Double2 *hyp, const Double2 *ref,
+                      const Double2 *matches) {
     const double b2 = scoring->beta_squared;
     Double2 zero = d2_of(0.0), f_sum = zero, sp = zero, sr = zero;
     int effective_orders = 0;
     for (int o = 0; o < orders; o++) {
         if (!effective(hyp[o], ref[o])) continue;
         effective_orders++;
-        if (!matches[o]) continue; /* adds 0 to every sum */
+        if (matches[o].hi == 0.0) continue; /* adds 0 to every sum */
         if (scoring->per_order_f) {
-            f_sum = d2_add(f_sum, f_beta(b2, d2_of(hyp[o]), d2_of(ref[o]), d2_of(matches[o])));
+            f_sum = d2_add(f_sum, f_beta(b2, hyp[o], ref[o], matches[o]));
         } else {
-            sp = d2_add(sp, d2_div(d2_of(matches[o]), d2_of(hyp[o])));
-            sr = d2_add(sr, d2_div(d2_of(matches[o]), d2_of(ref[o])));
+            sp = d2_add(sp, d2_div(matches[o], hyp[o]));
+            sr = d2_add(sr, d2_div(matches[o], ref[o]));
         }
     }
     if (scoring->per_order_f) /* 100 / orders * the sum of the orders' F (an order without matches adds 0) */
@@ -101,6 +56,17 @@ Double2 chrf_score(const Scoring *scoring, int orders, const double *hyp, const 
     /* P = sP / E and R = sR / E over the E effective orders, over their common numerator sP sR */
     Double2 e = d2_of(effective_orders);
     return d2_mul(f_beta(b2, d2_mul(e, sr), d2_mul(e, sp), d2_mul(sp, sr)), d2_of(100.0));
+}
+
+/* Every count is an integer below 2^53 (exact as a double). */
+Double2 chrf_score(const Scoring *scoring, int orders, const double *hyp, const double *ref, const double *matches) {
+    Double2 values[3 * MAX_ORDERS];
+    for (int o = 0; o < orders; o++) {
+        values[o] = d2_of(hyp[o]);
+        values[orders + o] = d2_of(ref[o]);
+        values[2 * orders + o] = d2_of(matches[o]);
+    }
+    return chrf_score_of(scoring, orders, values, values + orders, values + 2 * orders);
 }
 
 int flag(Flagged *flagged, size_t index) {

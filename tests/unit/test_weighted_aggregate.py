@@ -1,0 +1,119 @@
+"""Weighted reference aggregation (`CHRF.aggregate(..., weights=)`, mbrs' model-based aggregation): the exact
+definition (a naive implementation with Fractions), correctly rounded floats in both kernels whatever the weights'
+magnitudes, the native kernel's exact fallback, and the weights' rules."""
+
+import math
+import random
+from fractions import Fraction
+
+import numpy
+import pytest
+from chrf_core import CHRF, InvalidInputError
+from chrf_core import kernel as kernel_module
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from naive_chrf import naive_aggregate
+from payloads import edited, real_pairs
+from support import SEGMENT_TEXT, settings_strategy
+from test_kernels import kernels
+
+WEIGHT = st.one_of(
+    st.integers(0, 10**30),
+    st.fractions(min_value=0, max_value=1000),
+    st.floats(min_value=0, max_value=1e300, allow_nan=False, allow_infinity=False),
+    st.floats(min_value=0, max_value=1e-300),  # subnormals among them
+)
+
+
+@pytest.fixture(params=kernels())
+def kernel(request, monkeypatch):
+    monkeypatch.setattr(kernel_module, "KERNEL", request.param)
+    return request.param
+
+
+def candidates(count, seed):
+    rng = random.Random(seed)
+    pairs = real_pairs()
+    vocabulary = sorted({word for pair in pairs for text in pair for word in text.split()})
+    return [edited(pairs[seed % len(pairs)][1], rng, vocabulary) for _ in range(count)]
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(SEGMENT_TEXT, min_size=1, max_size=4), st.data(), settings_strategy())
+def test_weighted_aggregate_is_the_exact_score_against_the_weighted_average_counts(kernel, hypotheses, data, chosen):
+    references = data.draw(st.lists(SEGMENT_TEXT, min_size=1, max_size=4))
+    weights = data.draw(st.lists(WEIGHT, min_size=len(references), max_size=len(references)).filter(any))
+    metric = CHRF(**chosen)
+    expected = naive_aggregate(hypotheses, references, weights, **chosen)
+    assert metric.aggregate(hypotheses, references, weights=weights, exact=True) == expected
+    assert metric.aggregate(hypotheses, references, weights=weights).tolist() == [float(value) for value in expected]
+
+
+@pytest.mark.parametrize("settings_used", [CHRF(), CHRF(word_order=2), CHRF(char_order=10, word_order=4, beta=3,
+                                                                             averaging="per_order_f")])
+def test_softmax_weights_on_real_mbr_candidates_are_correctly_rounded_in_both_kernels(kernel, settings_used):
+    texts = candidates(24, seed=3)
+    lprobs = numpy.random.default_rng(5).normal(-20, 6, len(texts))
+    weights = numpy.exp(lprobs - lprobs.max())
+    weights /= weights.sum()  # as mbrs makes them: softmax of the log-probabilities, floats spanning many exponents
+    chosen = {key: value for key, value in settings_used.as_dict().items()}
+    expected = naive_aggregate(texts, texts, weights.tolist(), **chosen)
+    assert settings_used.aggregate(texts, texts, weights=weights).tolist() == [float(value) for value in expected]
+
+
+def test_every_native_score_the_double_double_cannot_round_for_certain_is_computed_exactly(monkeypatch):
+    if "native" not in kernel_module.KERNELS:
+        pytest.skip("not in this run: the native kernel is not loaded here (its fallback is what is tested)")
+    monkeypatch.setattr(kernel_module, "KERNEL", "native")
+    texts = candidates(12, seed=4)
+    weights = [random.Random(k).random() for k in range(len(texts))]
+    expected = CHRF(word_order=2).aggregate(texts, texts, weights=weights, exact=True)
+    monkeypatch.setattr(kernel_module, "WEIGHTED_TOLERANCE_BITS", 1)  # every score undecided: all from Python
+    assert CHRF(word_order=2).aggregate(texts, texts, weights=weights).tolist() == [float(v) for v in expected]
+
+
+def test_equal_weights_are_the_uniform_average_and_integer_weights_repeat_references(kernel):
+    texts = candidates(10, seed=5)
+    metric = CHRF(word_order=2)
+    uniform = metric.aggregate(texts, texts).tolist()
+    assert metric.aggregate(texts, texts, weights=[0.1] * len(texts)).tolist() == uniform
+    assert metric.aggregate(texts, texts, weights=[7] * len(texts), exact=True) == metric.aggregate(
+        texts, texts, exact=True)
+    repeated = [texts[0], texts[0], texts[0], *texts[1:]]
+    assert metric.aggregate(texts, texts, weights=[3] + [1] * (len(texts) - 1)).tolist() == metric.aggregate(
+        texts, repeated).tolist()
+    assert metric.aggregate(texts, texts, weights=[0, *[1] * (len(texts) - 1)]).tolist() == metric.aggregate(
+        texts, texts[1:]).tolist()
+
+
+def test_weights_come_as_lists_tuples_arrays_fractions_and_anything_with_tolist(kernel):
+    class Tensor:  # what a torch tensor offers
+        def __init__(self, values):
+            self.values = values
+
+        def tolist(self):
+            return list(self.values)
+
+    texts = candidates(5, seed=6)
+    expected = CHRF().aggregate(texts, texts, weights=[0.5, 0.25, 0.125, 0.0625, 0.0625]).tolist()
+    for weights in ((0.5, 0.25, 0.125, 0.0625, 0.0625), numpy.array([8, 4, 2, 1, 1]),
+                  [Fraction(1, 2), Fraction(1, 4), Fraction(1, 8), Fraction(1, 16), Fraction(1, 16)],
+                  Tensor([16.0, 8.0, 4.0, 2.0, 2.0]), numpy.array([0.5, 0.25, 0.125, 0.0625, 0.0625], dtype="float32")):
+        assert CHRF().aggregate(texts, texts, weights=weights).tolist() == expected
+
+
+@pytest.mark.parametrize(("weights", "error", "message"), [
+    ([1], InvalidInputError, r"weights: must have one weight per reference \(2\), got 1"),
+    ([1, -1], InvalidInputError, r"weights\[1\]: must be 0 or more, got -1"),
+    ([1, math.nan], InvalidInputError, r"weights\[1\]: must be finite, got nan"),
+    ([math.inf, 1], InvalidInputError, r"weights\[0\]: must be finite, got inf"),
+    ([0, 0.0], InvalidInputError, "weights: must not all be 0"),
+    ([1, True], TypeError, r"weights\[1\]: expected a number, got bool"),
+    ([1, "2"], TypeError, r"weights\[1\]: expected a number, got str"),
+    ("12", TypeError, "weights: expected a sequence of numbers"),
+    (3, TypeError, "weights: expected a sequence of numbers"),
+    (numpy.float64(3.0), TypeError, "weights: expected a sequence of numbers .* a single number"),
+])
+def test_mistaken_weights_are_named(weights, error, message):
+    with pytest.raises(error, match=message):
+        CHRF().aggregate(["a b", "c"], ["a", "b"], weights=weights)
