@@ -4,6 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 SAM_VENV := .venv-sam
+MBRS_VENV := .venv-mbrs
 SAM := $(SAM_VENV)/bin/sam
 ARM64_PYTHON := .cache/arm64-python
 # sam build runs the python3.13 builder, which needs python3.13 on PATH; pyenv keeps one here. Its headers are
@@ -16,7 +17,7 @@ export AWS_DEFAULT_REGION ?= us-east-1
 export AWS_REGION ?= $(AWS_DEFAULT_REGION)
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: setup setup-dev setup-sam kernel run test lint build arm64-python dist wheelhouse sam-local bench bench-counts sanitize clean
+.PHONY: setup setup-dev setup-sam setup-mbrs kernel run test lint build arm64-python dist wheelhouse sam-local bench bench-counts sanitize clean
 
 # What running needs: the runtime dependencies and the command line (with the host's native kernel).
 setup: $(VENV)/.installed kernel
@@ -30,6 +31,15 @@ $(VENV)/.installed: requirements.txt pyproject.toml setup.py
 kernel: $(VENV)/.installed
 	@if [ ! -f $(HOST_KERNEL) ] || [ -n "$$(find $(KERNEL_SOURCES) -newer $(HOST_KERNEL))" ]; then \
 		$(BIN)/python setup.py -q build_ext --inplace 2>&1 | grep -v -e '^running' -e '^copying' || true; fi
+
+# mbrs (the MBR toolkit; PyTorch's CPU build, about 1.6 GB) in its own environment, for the tests of the chrf_core
+# metric backend through mbrs-decode. A failed install is reported and leaves no environment: its tests then say so.
+setup-mbrs: $(MBRS_VENV)/.installed
+$(MBRS_VENV)/.installed: requirements-mbrs.txt
+	@rm -rf $(MBRS_VENV) && $(PYTHON) -m venv $(MBRS_VENV) && \
+	$(MBRS_VENV)/bin/pip install -q -r requirements-mbrs.txt 2>&1 | grep -v -e 'is ignored: it is neither' >&2; \
+	if $(MBRS_VENV)/bin/python -c 'import mbrs.metrics' 2>/dev/null; then touch $@; else \
+		echo "make setup-mbrs: mbrs did not install (see above); its tests will say so" >&2; rm -rf $(MBRS_VENV); fi
 
 # What testing needs on top: test tools, linters, sacreBLEU for the comparisons.
 setup-dev: $(VENV)/.installed-dev
@@ -116,7 +126,7 @@ UNIT_ALONE := PYTHONPATH=tests/without CHRF_WITHOUT=$(WITHOUT_SERVICE) $(BIN)/py
 
 # Everything, under both counting kernels: the suite with the native kernel (which must load), then the layer,
 # handler and pipeline tests again with the pure-Python kernel (the layer's tests in the library's own environment).
-test: lint build arm64-python dist wheelhouse
+test: lint build arm64-python dist wheelhouse setup-mbrs
 	CHRF_REQUIRE_BUILD=1 $(BIN)/python -m pytest
 	$(MAKE) --no-print-directory sam-local
 	CHRF_CORE_NATIVE=0 $(UNIT_ALONE)
@@ -140,4 +150,4 @@ sanitize: setup-dev
 		$(BIN)/python tests/native/sanitize.py .cache/sanitize
 
 clean:
-	rm -rf $(VENV) $(SAM_VENV) .aws-sam .cache .pytest_cache .ruff_cache .mypy_cache .hypothesis build $(DIST) $(HOST_KERNEL)
+	rm -rf $(VENV) $(SAM_VENV) $(MBRS_VENV) .aws-sam .cache .pytest_cache .ruff_cache .mypy_cache .hypothesis build $(DIST) $(HOST_KERNEL)

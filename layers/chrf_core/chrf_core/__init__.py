@@ -13,6 +13,7 @@ hypothesis n-gram, so precision also sees output the reference is too short to m
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Iterator, Sequence
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
@@ -29,6 +30,14 @@ from .tokens import words
 
 if TYPE_CHECKING:
     import numpy
+
+if "mbrs" in sys.modules:  # loaded by mbrs-decode --plugin_dir: register the chrf_core metric (chrf_core.mbrs)
+    try:
+        from . import mbrs as _mbrs_backend  # noqa: F401
+    except (ImportError, AttributeError) as _error:  # another mbrs than the backend knows: say so, score on
+        import logging
+
+        logging.getLogger("chrf_core").warning("chrf_core: the mbrs metric is not registered: %s", _error)
 
 __all__ = ["CHRF", "KERNEL", "MAX_SEGMENTS", "MAX_TEXT_BYTES", "MAX_TEXT_LENGTH", "Counts", "InvalidInputError",
            "OrderScore", "Report", "corpus_report", "fraction_text", "pairwise", "score", "score_text",
