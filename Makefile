@@ -146,7 +146,7 @@ sanitize: setup-dev
 	gcc -std=c99 -O1 -ffp-contract=off -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined \
 		-fPIC -shared -pthread -DPy_LIMITED_API=0x030B0000 -I"$$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_paths()["include"])')" \
 		$(filter %.c,$(KERNEL_SOURCES)) -o .cache/sanitize/chrf_core/_kernel.abi3.so
-	LD_PRELOAD="$$(gcc -print-file-name=libasan.so)" ASAN_OPTIONS=detect_leaks=0 \
+	LD_PRELOAD="$$(gcc -print-file-name=libasan.so)" ASAN_OPTIONS=detect_leaks=0:max_malloc_fill_size=1073741824 \
 		$(BIN)/python tests/native/sanitize.py .cache/sanitize
 
 clean:

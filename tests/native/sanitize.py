@@ -85,6 +85,13 @@ for _ in range(300):  # pairwise: every shape of side, both averagings, the exac
     if any(weights):
         weighted = metric.aggregate(*sides, threads=threads, weights=weights)
         assert weighted.tolist() == [float(value) for value in metric.aggregate(*sides, weights=weights, exact=True)]
+long_texts = [" ".join(payloads.real_pairs()[k % 40][k % 2].split()[: 3 + k % 17]) + f" {k}" for k in range(3000)]
+for threads in (1, 2, 3):  # enough units that the class ids are given by parts on the threads (corpus.c)
+    metric = chrf_core.CHRF(word_order=2)
+    first = metric.aggregate(long_texts, long_texts, threads=threads)
+    assert first.tolist() == metric.aggregate(long_texts, long_texts, threads=1).tolist()
+    metric.pairwise(long_texts[:50], long_texts, threads=threads)
+    metric.aggregate(long_texts, long_texts[::-1], threads=threads, weights=[k % 3 for k in range(3000)])
 chrf_core.kernel.NATIVE.pairwise([big, "ab"], [big[::-1]], 6, 2, False, 2, True, 1, 3, numpy.empty((2, 1)))
 chrf_core.kernel.NATIVE.aggregate([big, "ab"], [big[::-1], "b"], 6, 2, False, 2, True, 1, 3, numpy.empty(2),
                                   numpy.empty((2, 8, 3), dtype=numpy.int64), None)

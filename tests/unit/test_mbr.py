@@ -86,6 +86,25 @@ def test_every_thread_count_gives_the_same_numbers():
         assert numpy.array_equal(metric.aggregate(texts, texts, threads=threads), aggregate)
 
 
+def test_texts_whose_class_ids_are_given_on_several_threads_score_as_on_one():
+    # from 65,536 units of a kind (native/corpus.c PARALLEL_UNITS), the ids are given by parts on the threads; here
+    # both kinds pass it (hypotheses and references together hold about 900,000 characters and 166,000 word
+    # tokens), with texts of every length in each part
+    native_kernel_or_skip()
+    texts = [" ".join(candidates(1 + k % 7, seed=k)) for k in range(1100)]
+    assert sum(len(text.split()) for text in texts) > 65536
+    metric = CHRF(char_order=7, word_order=2)
+    exact = metric.aggregate(texts[:40], texts, exact=True)
+    aggregate = metric.aggregate(texts, texts, threads=1)
+    pairwise = metric.pairwise(texts[:30], texts, threads=1)
+    assert aggregate[:40].tolist() == [float(value) for value in exact]
+    for threads in (2, 3, 5):
+        assert numpy.array_equal(metric.aggregate(texts, texts, threads=threads), aggregate)
+        assert numpy.array_equal(metric.pairwise(texts[:30], texts, threads=threads), pairwise)
+        assert numpy.array_equal(metric.aggregate(texts, texts, threads=threads, weights=range(1, 1101)),
+                                 metric.aggregate(texts, texts, threads=1, weights=range(1, 1101)))
+
+
 def test_a_batch_is_each_set_scored_alone(kernel):
     sets = [candidates(size, seed=seed, source=seed) for seed, size in enumerate([5, 1, 12, 7, 3])]
     references = [candidates(size, seed=seed + 10, source=seed) for seed, size in enumerate([4, 6, 1, 7, 2])]
