@@ -86,10 +86,9 @@ def test_every_thread_count_gives_the_same_numbers():
         assert numpy.array_equal(metric.aggregate(texts, texts, threads=threads), aggregate)
 
 
-def test_texts_whose_class_ids_are_given_on_several_threads_score_as_on_one():
-    # from 65,536 units of a kind (native/corpus.c PARALLEL_UNITS), the ids are given by parts on the threads; here
-    # both kinds pass it (hypotheses and references together hold about 900,000 characters and 166,000 word
-    # tokens), with texts of every length in each part
+def test_a_large_corpus_of_both_kinds_scores_the_same_on_any_number_of_threads():
+    # hypotheses and references together hold about 900,000 characters and 166,000 word tokens, texts of every
+    # length: the rows spread over the threads in chunks of every size, the exact values at the start
     native_kernel_or_skip()
     texts = [" ".join(candidates(1 + k % 7, seed=k)) for k in range(1100)]
     assert sum(len(text.split()) for text in texts) > 65536

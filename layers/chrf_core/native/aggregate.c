@@ -107,10 +107,10 @@ int aggregate_scores(const Texts *texts, const Scoring *scoring, const Double2 *
     if (status != 0) goto done;
     status = -1;
     const Corpus *corpus = &run.corpus;
-    summed = block_alloc((corpus->base[orders] + 1) * sizeof(uint64_t), 1);
+    summed = calloc(corpus->base[orders] + 1, sizeof(uint64_t));
     if (summed == NULL) goto done;
     if (weights != NULL) {
-        weighted_sums = block_alloc((corpus->base[orders] + 1) * sizeof(Double2), 0);
+        weighted_sums = malloc((corpus->base[orders] + 1) * sizeof(Double2));
         if (weighted_sums == NULL) goto done;
         for (size_t row = 0; row <= corpus->base[orders]; row++) weighted_sums[row] = d2_of(0.0);
         for (size_t j = 0; j < columns; j++) weight_total = d2_add(weight_total, weights[j]);
@@ -143,7 +143,7 @@ int aggregate_scores(const Texts *texts, const Scoring *scoring, const Double2 *
     status = parallel_rows(rows, chunk < balanced ? chunk : balanced, run.threads, score_hypotheses, &shared, pause,
                            context);
 done:
-    block_free(summed);
-    block_free(weighted_sums);
+    free(summed);
+    free(weighted_sums);
     return run_end(&run, flagged, status);
 }

@@ -6,7 +6,7 @@
  * any: texts come in as code points); for minimum Bayes risk decoding (mbr.h), corpus.c counts every
  * text's n-grams once and runs the threads, pairwise.c scores every hypothesis against every reference, aggregate.c
  * against the references' summed counts, and scores.c computes the scores in double-double arithmetic (double2.h);
- * blocks.c keeps big buffers between calls; module.c is the CPython glue (Limited API 3.11, so one _kernel.abi3.so serves every Python from 3.11 on). They count exactly
+ * module.c and module_mbr.c are the CPython glue (Limited API 3.11, so one _kernel.abi3.so serves every Python from 3.11 on). They count exactly
  * what chrf_core's pure-Python kernel counts: code points, the contract's whitespace removal, chrF++.py word tokens,
  * clipped matches, sums over segments.
  */
@@ -100,18 +100,10 @@ static inline int is_space(uint32_t c) {
            c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
 }
 
-/* A block of `bytes` (cleared when `zeroed`), from the blocks earlier calls gave back (blocks.c), else malloc; and
-   giving one back. NULL when out of memory; block_free(NULL) does nothing. */
-void *block_alloc(size_t bytes, int zeroed);
-void block_free(void *block);
-
 /* The pair table, sized for `keys` distinct keys (0 or -1: no memory), and a fresh generation of it. */
 int table_reserve(Work *work, size_t keys);
 void table_generation(Work *work, size_t keys);
 uint32_t intern_pair(Work *work, uint32_t first, uint32_t second, uint32_t *classes);
-/* The same, the pair's hash computed by the caller (pair_hash): for tables that split the pairs by hash. */
-uint64_t pair_hash(uint32_t first, uint32_t second);
-uint32_t intern_hashed(Work *work, uint32_t first, uint32_t second, uint64_t hash, uint32_t *classes);
 /* The value of (first, second) in the pair table, or NO_CLASS. */
 uint32_t find_pair(const Work *work, uint32_t first, uint32_t second);
 /* The token table for texts at `base` holding up to `tokens` distinct tokens, a fresh generation of it, and

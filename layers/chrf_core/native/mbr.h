@@ -70,8 +70,7 @@ typedef struct {
 
 /* The corpus of texts (rows + columns of them). 0; 1 when the pause said stop; -1 when out of memory (corpus_free in
    any case). */
-int corpus_build(Corpus *corpus, const Texts *texts, const Scoring *scoring, int threads, Pause pause,
-                 void *context);
+int corpus_build(Corpus *corpus, const Texts *texts, const Scoring *scoring, Pause pause, void *context);
 void corpus_free(Corpus *corpus);
 
 /* A text's occurrences of one row (order and class): its count, and which text or row it stands for. */

@@ -14,7 +14,7 @@
 /* Every text's code points, one after another (hypotheses, then references). -1 with an exception set. */
 static int load_texts(PyObject *sides[2], Py_ssize_t counts[2], uint32_t **points, size_t **start) {
     const size_t texts = (size_t)counts[0] + (size_t)counts[1];
-    *start = block_alloc((texts + 1) * sizeof(size_t), 1);
+    *start = calloc(texts + 1, sizeof(size_t));
     if (*start == NULL) return PyErr_NoMemory(), -1;
     size_t total = 0;
     for (size_t t = 0; t < texts; t++) {
@@ -37,7 +37,7 @@ static int load_texts(PyObject *sides[2], Py_ssize_t counts[2], uint32_t **point
         }
         (*start)[t + 1] = total;
     }
-    *points = block_alloc((total ? total : 1) * sizeof(uint32_t), 0);
+    *points = malloc((total ? total : 1) * sizeof(uint32_t));
     if (*points == NULL) return PyErr_NoMemory(), -1;
     for (size_t t = 0; t < texts; t++) {
         if ((t & POLL_TEXTS) == POLL_TEXTS && signalled(NULL)) return -1;
@@ -135,8 +135,8 @@ static PyObject *scored(MbrCall *call, int (*score)(const Texts *, const MbrCall
         else if (status < 0) PyErr_NoMemory(); /* else the signal handler's exception is set */
     }
     free(flagged.indices);
-    block_free(points);
-    block_free(start);
+    free(points);
+    free(start);
     return result;
 }
 

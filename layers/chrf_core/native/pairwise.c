@@ -104,8 +104,8 @@ int pairwise_scores(const Texts *texts, const Scoring *scoring, int threads, dou
     size_t reference_ngrams = 0;
     for (size_t j = 0; j < columns; j++)
         for (int o = 0; o < orders; o++) reference_ngrams += run.corpus.totals[(rows + j) * orders + o];
-    first = block_alloc((all + 2) * sizeof(uint32_t), 1);
-    postings = block_alloc((reference_ngrams + 1) * sizeof(Posting), 0);
+    first = calloc(all + 2, sizeof(uint32_t));
+    postings = malloc((reference_ngrams + 1) * sizeof(Posting));
     if (!first || !postings) goto done;
     if ((status = build_postings(&run.corpus, rows, columns, scoring->char_order, orders, &run.scratch[0], first,
                                  postings, pause, context)) != 0)
@@ -116,7 +116,7 @@ int pairwise_scores(const Texts *texts, const Scoring *scoring, int threads, dou
     status = parallel_rows(rows, chunk < balanced ? chunk : balanced, run.threads, score_rows, &shared, pause,
                            context);
 done:
-    block_free(first);
-    block_free(postings);
+    free(first);
+    free(postings);
     return run_end(&run, flagged, status);
 }

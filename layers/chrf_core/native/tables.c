@@ -35,12 +35,12 @@ static int grow(void **buffer, size_t *room, size_t count, size_t size) {
     return 0;
 }
 
-/* A table of at least `count` slots, all stamps 0 (a block: kept between calls). */
+/* A table of at least `count` slots, all stamps 0 (calloc: pages cost memory only once used). */
 static int grow_zeroed(void **table, size_t *room, size_t count, size_t size) {
     if (count <= *room) return 0;
-    block_free(*table);
+    free(*table);
     *room = 0;
-    if (count > SIZE_MAX / size || (*table = block_alloc(count * size, 1)) == NULL) return -1;
+    if ((*table = calloc(count, size)) == NULL) return -1;
     *room = count;
     return 0;
 }
@@ -62,10 +62,8 @@ void table_generation(Work *work, size_t keys) {
 
 static inline uint32_t slot_of(uint64_t hash, uint32_t slots) { return (uint32_t)(((hash >> 32) * slots) >> 32); }
 
-uint64_t pair_hash(uint32_t first, uint32_t second) { return mix64(((uint64_t)first << 32) | second); }
-
-uint32_t intern_hashed(Work *work, uint32_t first, uint32_t second, uint64_t hash, uint32_t *classes) {
-    uint32_t index = slot_of(hash, work->slots);
+uint32_t intern_pair(Work *work, uint32_t first, uint32_t second, uint32_t *classes) {
+    uint32_t index = slot_of(mix64(((uint64_t)first << 32) | second), work->slots);
     for (;;) {
         Slot *slot = &work->table[index];
         if (slot->stamp != work->stamp) {
@@ -75,10 +73,6 @@ uint32_t intern_hashed(Work *work, uint32_t first, uint32_t second, uint64_t has
         if (slot->first == first && slot->second == second) return slot->value;
         if (++index == work->slots) index = 0;
     }
-}
-
-uint32_t intern_pair(Work *work, uint32_t first, uint32_t second, uint32_t *classes) {
-    return intern_hashed(work, first, second, pair_hash(first, second), classes);
 }
 
 uint32_t find_pair(const Work *work, uint32_t first, uint32_t second) {
@@ -193,8 +187,8 @@ void work_release(Work *work) {
         free(work->info[k]);
         free(work->partner[k]);
     }
-    block_free(work->table);
-    block_free(work->tokens);
+    free(work->table);
+    free(work->tokens);
     free(work->direct);
     free(work->histogram[0]);
     free(work->histogram[1]);
