@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING, Any
 
 from . import python_kernel
 from .contract import Settings
+from .python_kernel import Triple as Triple  # the kernels' unit of counts, re-exported
 
 if TYPE_CHECKING:
     import numpy
 
-Triple = tuple[int, int, int]  # one order's (hypothesis n-grams, reference n-grams, matching n-grams)
 ExactScore = Callable[[Sequence[Triple] | Sequence[list[int]]], Fraction]
 TOLERANCE_BITS = 80  # a native score within 2^-80 of a rounding midpoint is recomputed exactly
 WEIGHTED_TOLERANCE_BITS = 64  # weighted counts carry a relative error below 2^-70 (aggregate.c): a margin of 2^6
@@ -158,9 +158,21 @@ class NativeKernel(Kernel):
         super().__init__(module.count, module.count_systems)
         self.module = module
 
-    def _scoring(self, settings: Settings) -> tuple[Any, ...]:
+    def _scoring(self, settings: Settings, tolerance_bits: int) -> tuple[Any, ...]:
         return (settings.char_order, settings.word_order, settings.include_whitespace, settings.beta,
-                settings.averaging == "per_order_f", TOLERANCE_BITS)
+                settings.averaging == "per_order_f", tolerance_bits)
+
+    def _aggregate(self, hypotheses: Sequence[str], references: Sequence[str], settings: Settings, threads: int,
+                   weights: numpy.ndarray | None,
+                   tolerance_bits: int) -> tuple[numpy.ndarray, numpy.ndarray, list[int]]:
+        """The native aggregate: scores, counts (not filled with weights) and the indices it could not round."""
+        import numpy
+
+        scores = numpy.empty(len(hypotheses))
+        counts = numpy.empty((len(hypotheses), settings.orders, 3), dtype=numpy.int64)
+        undecided = self.module.aggregate(as_counted(hypotheses, settings), as_counted(references, settings),
+                                          *self._scoring(settings, tolerance_bits), threads, scores, counts, weights)
+        return scores, counts, undecided
 
     def pairwise(self, hypotheses: Sequence[str], references: Sequence[str], settings: Settings, exact: ExactScore,
                  threads: int) -> numpy.ndarray:
@@ -168,7 +180,7 @@ class NativeKernel(Kernel):
 
         matrix = numpy.empty((len(hypotheses), len(references)))
         undecided = self.module.pairwise(as_counted(hypotheses, settings), as_counted(references, settings),
-                                         *self._scoring(settings), threads, matrix)
+                                         *self._scoring(settings, TOLERANCE_BITS), threads, matrix)
         flat = matrix.reshape(-1)
         for index in undecided:
             row, column = divmod(index, len(references))
@@ -177,12 +189,7 @@ class NativeKernel(Kernel):
 
     def aggregate(self, hypotheses: Sequence[str], references: Sequence[str], settings: Settings, exact: ExactScore,
                   threads: int) -> tuple[numpy.ndarray, numpy.ndarray]:
-        import numpy
-
-        scores = numpy.empty(len(hypotheses))
-        counts = numpy.empty((len(hypotheses), settings.orders, 3), dtype=numpy.int64)
-        undecided = self.module.aggregate(as_counted(hypotheses, settings), as_counted(references, settings),
-                                          *self._scoring(settings), threads, scores, counts, None)
+        scores, counts, undecided = self._aggregate(hypotheses, references, settings, threads, None, TOLERANCE_BITS)
         for index in undecided:
             scores[index] = float(exact(counts[index].tolist()))
         return scores, counts
@@ -201,11 +208,8 @@ class NativeKernel(Kernel):
         for row, share in zip(pairs, shares):
             row[0] = float(share)
             row[1] = float(share - Fraction(row[0]))
-        scores = numpy.empty(len(hypotheses))
-        counts = numpy.empty((len(hypotheses), settings.orders, 3), dtype=numpy.int64)
-        scoring = self._scoring(settings)[:-1] + (WEIGHTED_TOLERANCE_BITS,)
-        undecided = self.module.aggregate(as_counted(hypotheses, settings), as_counted(references, settings),
-                                          *scoring, threads, scores, counts, pairs)
+        scores, _, undecided = self._aggregate(hypotheses, references, settings, threads, pairs,
+                                               WEIGHTED_TOLERANCE_BITS)
         if undecided:
             chosen_hypotheses = [hypotheses[index] for index in undecided]
             for index, orders in zip(undecided, weighted_counts(chosen_hypotheses, references, settings, weights)):

@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 from .tokens import words
 
 Units = TypeVar("Units", str, tuple[str, ...])  # a side's text as code points, or as word tokens
+Triple = tuple[int, int, int]  # one order's (hypothesis n-grams, reference n-grams, matching n-grams)
 
 
 def ngrams(units: Units, n: int) -> Counter[Units]:
@@ -78,8 +79,7 @@ def systems(
         column = profile(reference, char_order, word_order, include_whitespace)
         for system, hypotheses in zip(rows, hypothesis_sets, strict=True):
             row = profile(hypotheses[segment], char_order, word_order, include_whitespace)
-            for (hyp_total, hyp_grams), (ref_total, ref_grams) in zip(row, column):
-                system.extend((hyp_total, ref_total, sum((hyp_grams & ref_grams).values())))
+            system.extend(value for triple in matched(row, column) for value in triple)
     return b"".join(system.tobytes() for system in rows)
 
 
@@ -91,6 +91,13 @@ def profile(text: str, char_order: int, word_order: int, include_whitespace: boo
             for units, orders in ((characters, char_order), (tokens, word_order)) for n in range(1, orders + 1)]
 
 
+def matched(row: list[tuple[int, Counter[Any]]], column: list[tuple[int, Counter[Any]]]) -> tuple[Triple, ...]:
+    """One pair's per-order counts from its two texts' profiles: (hypothesis n-grams, reference n-grams, the
+    clipped matches, Counter & Counter)."""
+    return tuple((hyp_total, ref_total, sum((hyp_grams & ref_grams).values()))
+                 for (hyp_total, hyp_grams), (ref_total, ref_grams) in zip(row, column))
+
+
 def pairwise(
     hypotheses: Sequence[str], references: Sequence[str], char_order: int, word_order: int, include_whitespace: bool
 ) -> Iterator[list[tuple[tuple[int, int, int], ...]]]:
@@ -98,8 +105,7 @@ def pairwise(
     them for the pair alone, each text's n-grams counted once (memory: the references' n-grams and one row)."""
     columns = [profile(reference, char_order, word_order, include_whitespace) for reference in references]
     for row in (profile(hypothesis, char_order, word_order, include_whitespace) for hypothesis in hypotheses):
-        yield [tuple((hyp_total, ref_total, sum((hyp_grams & ref_grams).values()))
-                     for (hyp_total, hyp_grams), (ref_total, ref_grams) in zip(row, column)) for column in columns]
+        yield [matched(row, column) for column in columns]
 
 
 def aggregate(
