@@ -92,6 +92,12 @@ for threads in (1, 2, 3):  # a larger corpus, with memory never written filled (
     assert first.tolist() == metric.aggregate(long_texts, long_texts, threads=1).tolist()
     metric.pairwise(long_texts[:50], long_texts, threads=threads)
     metric.aggregate(long_texts, long_texts[::-1], threads=threads, weights=[k % 3 for k in range(3000)])
+    # the references the hypotheses: the same list (read once), an equal one (found equal), one text apart
+    assert metric.aggregate(long_texts, list(long_texts), threads=threads).tolist() == first.tolist()
+    metric.aggregate(long_texts, long_texts[:-1] + ["x"], threads=threads)
+    metric.pairwise(long_texts[:50], long_texts[:50], threads=threads)
+single = [chr(0x4E00 + k) for k in range(3000)]  # more distinct one-character words than half the code points
+chrf_core.CHRF(word_order=2).aggregate(single[:1500], single[1500:], threads=2)
 chrf_core.kernel.NATIVE.pairwise([big, "ab"], [big[::-1]], 6, 2, False, 2, True, 1, 3, numpy.empty((2, 1)))
 chrf_core.kernel.NATIVE.aggregate([big, "ab"], [big[::-1], "b"], 6, 2, False, 2, True, 1, 3, numpy.empty(2),
                                   numpy.empty((2, 8, 3), dtype=numpy.int64), None)

@@ -104,6 +104,52 @@ def test_a_large_corpus_of_both_kinds_scores_the_same_on_any_number_of_threads()
                                  metric.aggregate(texts, texts, threads=1, weights=range(1, 1101)))
 
 
+def python_kernel_scores(call):
+    """call(metric) with the pure-Python kernel chosen: the independent path the native one must equal."""
+    saved = kernel_module.KERNEL
+    kernel_module.KERNEL = "python"
+    try:
+        return call()
+    finally:
+        kernel_module.KERNEL = saved
+
+
+def test_references_that_are_the_hypotheses_are_counted_once_with_every_number_unchanged():
+    # MBR's usual call passes the samples as both sides: the native kernel reads them once (the same list) or finds
+    # them equal (an equal list) and counts them once; a corpus this size is counted on several threads
+    native_kernel_or_skip()
+    texts = candidates(400, seed=3)
+    assert sum(map(len, texts)) > 4 * 8192
+    metric = CHRF(word_order=2)
+    expected = python_kernel_scores(lambda: metric.aggregate(texts, texts))
+    for threads in (1, 2, 3):
+        assert metric.aggregate(texts, texts, threads=threads).tolist() == expected.tolist()
+        assert metric.aggregate(texts, list(texts), threads=threads).tolist() == expected.tolist()
+    one_apart = texts[:-1] + [texts[-1] + " x"]
+    assert metric.aggregate(texts, one_apart, threads=2).tolist() == python_kernel_scores(
+        lambda: metric.aggregate(texts, one_apart)).tolist()
+    assert metric.pairwise(texts[:60], texts[:60], threads=2).tolist() == python_kernel_scores(
+        lambda: metric.pairwise(texts[:60], texts[:60])).tolist()
+
+
+def test_the_same_iterator_given_as_both_sides_is_read_once_as_the_samples_and_their_references():
+    texts = candidates(8)
+    samples = iter(texts)
+    assert CHRF().aggregate(samples, samples).tolist() == CHRF().aggregate(texts, texts).tolist()
+
+
+def test_many_distinct_one_character_words_are_counted(kernel):
+    # 2,000 distinct words in 2,000 code points: once more than the native kernel's token table was sized for
+    # (it then never returned)
+    hypotheses = [chr(0x4E00 + k) for k in range(1000)]
+    references = [chr(0x6000 + k) for k in range(999)] + [hypotheses[0]]
+    metric = CHRF(word_order=2)
+    scores = metric.aggregate(hypotheses, references)
+    assert scores[0] > 0 and scores[1:].max() == 0
+    matrix = metric.pairwise(hypotheses[:3], references)
+    assert matrix[0, -1] == 100 and matrix.sum() == 100
+
+
 def test_a_batch_is_each_set_scored_alone(kernel):
     sets = [candidates(size, seed=seed, source=seed) for seed, size in enumerate([5, 1, 12, 7, 3])]
     references = [candidates(size, seed=seed + 10, source=seed) for seed, size in enumerate([4, 6, 1, 7, 2])]

@@ -40,6 +40,14 @@ def as_counted(texts: Sequence[str], settings: Settings) -> Sequence[str]:
     return [text.lower() for text in texts] if settings.lowercase else texts
 
 
+def both_counted(hypotheses: Sequence[str], references: Sequence[str],
+                 settings: Settings) -> tuple[Sequence[str], Sequence[str]]:
+    """Both sides as_counted; the same object twice when the references are the hypotheses (MBR's samples as their
+    own pseudo-references), which the native kernel then reads and counts once."""
+    counted = as_counted(hypotheses, settings)
+    return counted, (counted if references is hypotheses else as_counted(references, settings))
+
+
 class Kernel:
     """One counting kernel. ``threaded``: its MBR operations run without the GIL, so sets can go to threads."""
 
@@ -170,7 +178,7 @@ class NativeKernel(Kernel):
 
         scores = numpy.empty(len(hypotheses))
         counts = numpy.empty((len(hypotheses), settings.orders, 3), dtype=numpy.int64)
-        undecided = self.module.aggregate(as_counted(hypotheses, settings), as_counted(references, settings),
+        undecided = self.module.aggregate(*both_counted(hypotheses, references, settings),
                                           *self._scoring(settings, tolerance_bits), threads, scores, counts, weights)
         return scores, counts, undecided
 
@@ -179,7 +187,7 @@ class NativeKernel(Kernel):
         import numpy
 
         matrix = numpy.empty((len(hypotheses), len(references)))
-        undecided = self.module.pairwise(as_counted(hypotheses, settings), as_counted(references, settings),
+        undecided = self.module.pairwise(*both_counted(hypotheses, references, settings),
                                          *self._scoring(settings, TOLERANCE_BITS), threads, matrix)
         flat = matrix.reshape(-1)
         for index in undecided:

@@ -21,7 +21,7 @@ typedef struct {
     const Scoring *scoring;
     int orders;
     uint64_t references;        /* R */
-    const uint64_t *summed;     /* per row: S, the references' count */
+    const uint32_t *summed;     /* per row: S, the references' count */
     const uint64_t *ref_ngrams; /* per order: all the references' n-grams */
     double *scores;
     int64_t *counts;
@@ -100,50 +100,45 @@ int aggregate_scores(const Texts *texts, const Scoring *scoring, const Double2 *
     const int orders = scoring->char_order + scoring->word_order;
     const size_t rows = texts->rows, columns = texts->columns;
     Run run;
-    uint64_t *summed = NULL, ref_ngrams[MAX_ORDERS] = {0};
+    uint64_t ref_ngrams[MAX_ORDERS] = {0};
     Double2 *weighted_sums = NULL, weighted_ngrams[MAX_ORDERS], weight_total = d2_of(0.0);
     for (int o = 0; o < orders; o++) weighted_ngrams[o] = d2_of(0.0);
-    int status = run_begin(&run, texts, scoring, threads, 0, pause, context);
+    int status = run_begin(&run, texts, scoring, threads, weights == NULL, 0, pause, context);
     if (status != 0) goto done;
     status = -1;
     const Corpus *corpus = &run.corpus;
-    summed = calloc(corpus->base[orders] + 1, sizeof(uint64_t));
-    if (summed == NULL) goto done;
-    if (weights != NULL) {
+    for (size_t j = 0; j < columns; j++)
+        for (int o = 0; o < orders; o++) ref_ngrams[o] += corpus->totals[(corpus->first_column + j) * orders + o];
+    if (weights != NULL) { /* the references' weighted counts, summed per row */
         weighted_sums = malloc((corpus->base[orders] + 1) * sizeof(Double2));
         if (weighted_sums == NULL) goto done;
         for (size_t row = 0; row <= corpus->base[orders]; row++) weighted_sums[row] = d2_of(0.0);
         for (size_t j = 0; j < columns; j++) weight_total = d2_add(weight_total, weights[j]);
-    }
-    size_t counted = 0, next_pause = 0;
-    for (int o = 0; o < orders; o++) { /* the references' counts, summed per row */
-        const int kind = o >= scoring->char_order, n = kind ? o - scoring->char_order + 1 : o + 1;
-        const size_t total = corpus->unit_start[kind][corpus->texts];
-        const uint32_t *ids = corpus->classes[kind] + (size_t)(n - 1) * total;
-        for (size_t j = rows; j < rows + columns; j++) {
-            if (pause_now(counted, &next_pause, pause, context)) {
-                status = 1;
-                goto done;
-            }
-            const size_t from = corpus->unit_start[kind][j], to = corpus->unit_start[kind][j + 1];
-            counted += to - from + 1;
-            if (weighted_sums != NULL) {
-                const Double2 weight = weights[j - rows];
+        size_t counted = 0, next_pause = 0;
+        for (int o = 0; o < orders; o++) {
+            const int kind = o >= scoring->char_order, n = kind ? o - scoring->char_order + 1 : o + 1;
+            const uint32_t *ids = corpus->classes[kind] + (size_t)(n - 1) * corpus->stride[kind];
+            for (size_t j = 0; j < columns; j++) {
+                if (pause_now(counted, &next_pause, pause, context)) {
+                    status = 1;
+                    goto done;
+                }
+                const size_t text = corpus->first_column + j;
+                const size_t from = corpus->unit_start[kind][text], to = corpus->unit_start[kind][text + 1];
+                counted += to - from + 1;
+                const Double2 weight = weights[j];
                 for (size_t i = from; i + (size_t)(n - 1) < to; i++)
                     weighted_sums[corpus->base[o] + ids[i]] = d2_add(weighted_sums[corpus->base[o] + ids[i]], weight);
-                weighted_ngrams[o] = d2_add(weighted_ngrams[o], d2_mul(weight, d2_of(corpus->totals[j * orders + o])));
+                weighted_ngrams[o] = d2_add(weighted_ngrams[o], d2_mul(weight, d2_of(corpus->totals[text * orders + o])));
             }
-            for (size_t i = from; i + (size_t)(n - 1) < to; i++) summed[corpus->base[o] + ids[i]]++;
-            ref_ngrams[o] += corpus->totals[j * orders + o];
         }
     }
-    Aggregate shared = {scoring, orders, columns, summed, ref_ngrams, scores, counts, &run,
+    Aggregate shared = {scoring, orders, columns, corpus->column_counts, ref_ngrams, scores, counts, &run,
                         weighted_sums, weight_total, weighted_ngrams};
     size_t chunk = NGRAMS_PER_PAUSE / (corpus->longest + 1) + 1, balanced = rows / (4 * (size_t)run.threads) + 1;
     status = parallel_rows(rows, chunk < balanced ? chunk : balanced, run.threads, score_hypotheses, &shared, pause,
                            context);
 done:
-    free(summed);
     free(weighted_sums);
     return run_end(&run, flagged, status);
 }

@@ -1,7 +1,6 @@
 /*
- * Every text's units (code points, or word tokens interned by content across all texts) get a class id per order
- * from one table per order, (class at the order below, next unit) -> class, so equal n-grams of any two texts share
- * an id; and the threads that score rows of texts against others (no Python here).
+ * What pairwise.c and aggregate.c share once the corpus is built (corpus_ids.c): a text's distinct n-grams, each
+ * thread's scratch, and the threads that score rows of texts against others (no Python here).
  */
 #include "mbr.h"
 
@@ -15,57 +14,9 @@ void corpus_free(Corpus *corpus) {
         free(corpus->units[kind]);
         free(corpus->classes[kind]);
     }
+    free(corpus->column_counts);
     free(corpus->totals);
     memset(corpus, 0, sizeof *corpus);
-}
-
-/* Units of every text for one kind (0: characters, whitespace removed unless kept; 1: word tokens interned by
-   content over all texts), then the class ids of orders 1..orders, each order from a fresh generation of work's
-   pair table. 0; 1 when work's pause said stop; -1 on failure (no memory). */
-static int corpus_classes(Corpus *corpus, const Texts *texts, int kind, int orders, int keep_whitespace,
-                          Work *work) {
-    const size_t points = texts->start[corpus->texts];
-    corpus->unit_start[kind] = calloc(corpus->texts + 1, sizeof(size_t));
-    corpus->units[kind] = malloc((points ? points : 1) * sizeof(uint32_t));
-    if (corpus->unit_start[kind] == NULL || corpus->units[kind] == NULL) return -1;
-    uint32_t *units = corpus->units[kind];
-    size_t total = 0;
-    uint32_t tokens = 0;
-    if (kind == 1) {
-        if (tokens_reserve(work, points / 2 + 34) < 0) return -1;
-        tokens_generation(work, texts->points, points / 2 + 34);
-    }
-    size_t next_pause = 0;
-    for (size_t t = 0; t < corpus->texts; t++) {
-        const uint32_t *text = texts->points + texts->start[t];
-        const size_t length = texts->start[t + 1] - texts->start[t];
-        if (pause_now(texts->start[t], &next_pause, work->interrupted, work->interrupted_context)) return 1;
-        if (kind == 0) {
-            for (size_t i = 0; i < length; i++)
-                if (keep_whitespace || !is_space(text[i])) units[total++] = text[i];
-        } else {
-            const size_t count = tokenize(work, text, length, units + total, &tokens);
-            if (count == TOKENIZE_INTERRUPTED) return 1;
-            total += count;
-        }
-        corpus->unit_start[kind][t + 1] = total;
-    }
-    corpus->classes[kind] = malloc(((size_t)orders * total + 1) * sizeof(uint32_t));
-    if (corpus->classes[kind] == NULL || table_reserve(work, total) < 0) return -1;
-    for (int o = 0; o < orders; o++) {
-        table_generation(work, total);
-        uint32_t *now = corpus->classes[kind] + (size_t)o * total, ids = 0;
-        const uint32_t *below = o ? now - total : NULL;
-        for (size_t t = 0; t < corpus->texts; t++) {
-            const size_t from = corpus->unit_start[kind][t], to = corpus->unit_start[kind][t + 1];
-            for (size_t i = from; i + (size_t)o < to; i++) {
-                if (poll(work, i)) return 1;
-                now[i] = intern_pair(work, o ? below[i] : NO_CLASS, units[i + o], &ids);
-            }
-        }
-        corpus->class_count[kind][o] = ids;
-    }
-    return 0;
 }
 
 int pause_now(size_t done, size_t *next, Pause pause, void *context) {
@@ -74,52 +25,13 @@ int pause_now(size_t done, size_t *next, Pause pause, void *context) {
     return pause != NULL && pause(context);
 }
 
-int corpus_build(Corpus *corpus, const Texts *texts, const Scoring *scoring, Pause pause, void *context) {
-    const int char_order = scoring->char_order, orders = scoring->char_order + scoring->word_order;
-    memset(corpus, 0, sizeof *corpus);
-    corpus->texts = texts->rows + texts->columns;
-    Work work;
-    memset(&work, 0, sizeof work);
-    work.interrupted = pause;
-    work.interrupted_context = context;
-    const int kinds[2] = {char_order, scoring->word_order};
-    int status = -1;
-    for (int kind = 0; kind < 2; kind++)
-        if (kinds[kind] && (status = corpus_classes(corpus, texts, kind, kinds[kind], scoring->keep_whitespace,
-                                                    &work)) != 0)
-            goto done;
-    status = -1;
-    for (int o = 0; o < orders; o++) {
-        int kind = o >= char_order, n = kind ? o - char_order + 1 : o + 1;
-        corpus->base[o + 1] = corpus->base[o] + corpus->class_count[kind][n - 1];
-    }
-    corpus->totals = calloc(corpus->texts * (size_t)orders + 1, sizeof(uint32_t));
-    if (corpus->totals == NULL) goto done;
-    for (size_t t = 0; t < corpus->texts; t++) {
-        size_t ngrams = 0;
-        for (int o = 0; o < orders; o++) {
-            int kind = o >= char_order, n = kind ? o - char_order + 1 : o + 1;
-            size_t length = corpus->unit_start[kind][t + 1] - corpus->unit_start[kind][t];
-            corpus->totals[t * orders + o] = length >= (size_t)n ? (uint32_t)(length - n + 1) : 0;
-            ngrams += corpus->totals[t * orders + o];
-        }
-        if (ngrams > corpus->longest) corpus->longest = ngrams;
-    }
-    status = 0;
-done:
-    work_release(&work);
-    if (status != 0) corpus_free(corpus);
-    return status;
-}
-
 size_t distinct_ngrams(const Corpus *corpus, size_t t, int char_order, int orders, uint32_t mark, uint32_t *seen,
                        uint32_t *where, Posting *entries) {
     const size_t *base = corpus->base;
     size_t distinct = 0;
     for (int o = 0; o < orders; o++) {
         int kind = o >= char_order, n = kind ? o - char_order + 1 : o + 1;
-        const size_t total = corpus->unit_start[kind][corpus->texts];
-        const uint32_t *ids = corpus->classes[kind] + (size_t)(n - 1) * total;
+        const uint32_t *ids = corpus->classes[kind] + (size_t)(n - 1) * corpus->stride[kind];
         const size_t from = corpus->unit_start[kind][t], to = corpus->unit_start[kind][t + 1];
         for (size_t i = from; i + (size_t)(n - 1) < to; i++) {
             size_t row = base[o] + ids[i];
@@ -201,12 +113,12 @@ int parallel_rows(size_t rows, size_t chunk, int threads, RowsTask task, void *s
     return pool.stop;
 }
 
-int run_begin(Run *run, const Texts *texts, const Scoring *scoring, int threads, size_t matches, Pause pause,
-              void *context) {
+int run_begin(Run *run, const Texts *texts, const Scoring *scoring, int threads, int count_columns, size_t matches,
+              Pause pause, void *context) {
     memset(run, 0, sizeof *run);
     run->threads = threads < 1 ? 1 : threads > MAX_THREADS ? MAX_THREADS : threads;
     if ((size_t)run->threads > texts->rows) run->threads = texts->rows ? (int)texts->rows : 1; /* no idle scratch */
-    const int built = corpus_build(&run->corpus, texts, scoring, pause, context);
+    const int built = corpus_build(&run->corpus, texts, scoring, run->threads, count_columns, pause, context);
     if (built != 0) return built;
     const int orders = scoring->char_order + scoring->word_order;
     const size_t all = run->corpus.base[orders];

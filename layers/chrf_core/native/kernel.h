@@ -2,11 +2,12 @@
  * chrf_core._kernel: the per-order n-gram counts of chrF / chrF++ in C, and the pairwise scores of MBR decoding.
  *
  * C99, libc only. counting.c counts one segment's n-grams, systems.c one reference against several systems'
- * hypotheses (what they share is in classes.h), and tables.c holds their tables, buffers and tokenizer (no Python.h in
- * any: texts come in as code points); for minimum Bayes risk decoding (mbr.h), corpus.c counts every
- * text's n-grams once and runs the threads, pairwise.c scores every hypothesis against every reference, aggregate.c
- * against the references' summed counts, and scores.c computes the scores in double-double arithmetic (double2.h);
- * module.c and module_mbr.c are the CPython glue (Limited API 3.11, so one _kernel.abi3.so serves every Python from 3.11 on). They count exactly
+ * hypotheses (what they share is in classes.h), and tables.c holds their tables, buffers and tokenizer (no Python.h
+ * in any: texts come in as code points); for minimum Bayes risk decoding (mbr.h), corpus_ids.c counts every text's
+ * n-grams once on several threads, corpus.c runs the threads that score, pairwise.c scores every hypothesis against
+ * every reference, aggregate.c against the references' summed counts, and scores.c computes the scores in
+ * double-double arithmetic (double2.h); module.c and module_mbr.c are the CPython glue (Limited API 3.11, so one
+ * _kernel.abi3.so serves every Python from 3.11 on). They count exactly
  * what chrf_core's pure-Python kernel counts: code points, the contract's whitespace removal, chrF++.py word tokens,
  * clipped matches, sums over segments.
  */
@@ -79,6 +80,18 @@ typedef struct {
 } Work;
 
 extern uint64_t hash_seed;
+
+/* A 64-bit key mixed with the process's seed (tables.c): the tables' hash. */
+static inline uint64_t mix64(uint64_t x) {
+    x ^= hash_seed;
+    x ^= x >> 33;
+    x *= 0xFF51AFD7ED558CCDull;
+    x ^= x >> 33;
+    x *= 0xC4CEB9FE1A85EC53ull;
+    x ^= x >> 33;
+    return x;
+}
+
 
 #define POLL_MASK 0xFFFFFu /* positions between two polls for an interruption */
 

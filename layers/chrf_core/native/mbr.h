@@ -1,5 +1,5 @@
 /* Minimum Bayes risk decoding: many texts scored against many (pairwise.c, aggregate.c), from every text's n-grams
-   counted once (corpus.c), with scores in double-double arithmetic (scores.c), on several threads. No Python here. */
+   counted once (corpus_ids.c, corpus.c), with scores in double-double arithmetic (scores.c), on several threads. No Python here. */
 #ifndef CHRF_MBR_H
 #define CHRF_MBR_H
 
@@ -14,11 +14,13 @@ typedef struct {
     double tolerance; /* a score this close (relative) to a rounding midpoint is flagged for exact computation */
 } Scoring;
 
-/* The texts: rows hypotheses then columns references, text t's code points at points[start[t]..start[t + 1]). */
+/* The texts: rows hypotheses then columns references, text t's code points at points[start[t]..start[t + 1]); with
+   `same`, the references are the hypotheses and only the rows' texts are there. */
 typedef struct {
     const uint32_t *points;
     const size_t *start;
     size_t rows, columns;
+    int same;
 } Texts;
 
 /* Indices whose rounding could not be decided, to be computed exactly by the caller. */
@@ -43,7 +45,7 @@ int pairwise_scores(const Texts *texts, const Scoring *scoring, int threads, dou
 int aggregate_scores(const Texts *texts, const Scoring *scoring, const Double2 *weights, int threads, double *scores,
                      int64_t *counts, Flagged *flagged, Pause pause, void *context);
 
-/* ---- shared by both (corpus.c, scores.c) ---- */
+/* ---- shared by both (corpus_ids.c, corpus.c, scores.c) ---- */
 
 
 /* A score (0..100) from per-order n-gram totals and matches, as the contract defines it, in double-double. */
@@ -56,21 +58,26 @@ int near_midpoint(Double2 value, double tolerance);
 /* Append an index to flagged: 0, or -1 when out of memory. */
 int flag(Flagged *flagged, size_t index);
 
-/* Every text's units and per-order class ids: equal n-grams of any two texts share an id. */
+/* Every counted text's units and per-order class ids: equal n-grams of any two texts share an id. The counted texts
+   are the rows then the columns, or the rows alone when the columns are the same texts (then first_column is 0):
+   column j is text first_column + j. */
 typedef struct {
-    size_t texts;
+    size_t texts, first_column;
     size_t *unit_start[2]; /* [characters, words]: texts + 1 offsets into units and classes */
     uint32_t *units[2];
-    uint32_t *classes[2]; /* per kind: order-major, order o's ids at classes + o * total units */
+    uint32_t *classes[2]; /* per kind: order-major, order o's ids at classes + o * stride */
+    size_t stride[2];
     uint32_t class_count[2][MAX_ORDERS];
     size_t base[MAX_ORDERS + 1]; /* rows of all orders: order o's class c is row base[o] + c, base[orders] rows */
+    uint32_t *column_counts;     /* if asked for, per row: its occurrences in all the columns */
     uint32_t *totals;            /* texts x orders: each text's n-grams of each order */
     size_t longest;              /* the most n-grams of all orders in one text */
 } Corpus;
 
-/* The corpus of texts (rows + columns of them). 0; 1 when the pause said stop; -1 when out of memory (corpus_free in
-   any case). */
-int corpus_build(Corpus *corpus, const Texts *texts, const Scoring *scoring, Pause pause, void *context);
+/* The corpus of texts (rows, columns), built on up to `threads` threads (corpus_ids.c), with column_counts if
+   count_columns. 0; 1 when the pause said stop; -1 when out of memory (corpus_free in any case). */
+int corpus_build(Corpus *corpus, const Texts *texts, const Scoring *scoring, int threads, int count_columns,
+                 Pause pause, void *context);
 void corpus_free(Corpus *corpus);
 
 /* A text's occurrences of one row (order and class): its count, and which text or row it stands for. */
@@ -99,11 +106,11 @@ typedef struct {
     Flagged found[MAX_THREADS];
 } Run;
 
-/* Count the texts' n-grams and reserve scratch for `threads` threads (clamped to 1..MAX_THREADS and to the rows;
-   matches: how many per thread, 0 for none), seen cleared. 0; 1 when the pause said stop; -1 when out of memory;
-   run_end in any case. */
-int run_begin(Run *run, const Texts *texts, const Scoring *scoring, int threads, size_t matches, Pause pause,
-              void *context);
+/* Count the texts' n-grams (with column counts if count_columns) and reserve scratch for `threads` threads (clamped
+   to 1..MAX_THREADS and to the rows; matches: how many per thread, 0 for none), seen cleared. 0; 1 when the pause
+   said stop; -1 when out of memory; run_end in any case. */
+int run_begin(Run *run, const Texts *texts, const Scoring *scoring, int threads, int count_columns, size_t matches,
+              Pause pause, void *context);
 /* Whether to stop: asks the pause once `done` has passed *next (then moves *next on by 2^20 units). */
 int pause_now(size_t done, size_t *next, Pause pause, void *context);
 /* The threads' flagged indices appended to `flagged` while status is 0 (out of memory makes it -1), everything

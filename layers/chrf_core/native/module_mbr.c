@@ -126,8 +126,10 @@ static PyObject *scored(MbrCall *call, int (*score)(const Texts *, const MbrCall
     uint32_t *points = NULL;
     size_t *start = NULL;
     Flagged flagged = {NULL, 0, 0};
-    if (load_texts(call->sides, call->counts, &points, &start) == 0) {
-        Texts texts = {points, start, (size_t)call->counts[0], (size_t)call->counts[1]};
+    const int same = call->sides[0] == call->sides[1]; /* the samples as their own references: read once */
+    Py_ssize_t loaded[2] = {call->counts[0], same ? 0 : call->counts[1]};
+    if (load_texts(call->sides, loaded, &points, &start) == 0) {
+        Texts texts = {points, start, (size_t)call->counts[0], (size_t)call->counts[1], same};
         PyThreadState *state = PyEval_SaveThread();
         int status = score(&texts, call, &flagged, &state);
         PyEval_RestoreThread(state);

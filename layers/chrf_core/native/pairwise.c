@@ -45,7 +45,7 @@ static int score_rows(void *shared, int worker, size_t from, size_t to) {
         const uint32_t *hyp = corpus->totals + i * (size_t)orders;
         for (int o = 0; o < orders; o++) s->values[o] = hyp[o];
         for (size_t j = 0; j < p->columns; j++) {
-            const uint32_t *ref = corpus->totals + (p->rows + j) * (size_t)orders, *m = s->matches + j * orders;
+            const uint32_t *ref = corpus->totals + (corpus->first_column + j) * (size_t)orders, *m = s->matches + j * orders;
             for (int o = 0; o < orders; o++) {
                 s->values[orders + o] = ref[o];
                 s->values[2 * orders + o] = m[o];
@@ -60,15 +60,15 @@ static int score_rows(void *shared, int worker, size_t from, size_t to) {
 
 /* The references' postings: how many references hold each row, then every reference's distinct rows in reference
    order; first[row] .. first[row + 1] are the row's. 0, or 1 when the pause said stop. */
-static int build_postings(const Corpus *corpus, size_t rows, size_t columns, int char_order, int orders,
+static int build_postings(const Corpus *corpus, size_t columns, int char_order, int orders,
                           Scratch *s, uint32_t *first, Posting *postings, Pause pause, void *context) {
     const size_t all = corpus->base[orders];
     size_t done = 0, next_pause = 0;
     memset(s->seen, 0xFF, (all + 1) * sizeof(uint32_t));
     for (size_t j = 0; j < columns; j++) {
         if (pause_now(done, &next_pause, pause, context)) return 1;
-        size_t distinct = distinct_ngrams(corpus, rows + j, char_order, orders, (uint32_t)j, s->seen, s->where,
-                                          s->entries);
+        size_t distinct = distinct_ngrams(corpus, corpus->first_column + j, char_order, orders, (uint32_t)j, s->seen,
+                                          s->where, s->entries);
         done += distinct + 1;
         for (size_t e = 0; e < distinct; e++) first[s->entries[e].reference + 1]++;
     }
@@ -76,8 +76,8 @@ static int build_postings(const Corpus *corpus, size_t rows, size_t columns, int
     memset(s->seen, 0xFF, (all + 1) * sizeof(uint32_t));
     for (size_t j = 0; j < columns; j++) {
         if (pause_now(done, &next_pause, pause, context)) return 1;
-        size_t distinct = distinct_ngrams(corpus, rows + j, char_order, orders, (uint32_t)j, s->seen, s->where,
-                                          s->entries);
+        size_t distinct = distinct_ngrams(corpus, corpus->first_column + j, char_order, orders, (uint32_t)j, s->seen,
+                                          s->where, s->entries);
         done += distinct + 1;
         for (size_t e = 0; e < distinct; e++) {
             Posting *posting = &postings[first[s->entries[e].reference]++];
@@ -97,17 +97,17 @@ int pairwise_scores(const Texts *texts, const Scoring *scoring, int threads, dou
     Run run;
     uint32_t *first = NULL;
     Posting *postings = NULL;
-    int status = run_begin(&run, texts, scoring, threads, columns * (size_t)orders + 1, pause, context);
+    int status = run_begin(&run, texts, scoring, threads, 0, columns * (size_t)orders + 1, pause, context);
     if (status != 0) goto done;
     status = -1;
     const size_t all = run.corpus.base[orders];
     size_t reference_ngrams = 0;
     for (size_t j = 0; j < columns; j++)
-        for (int o = 0; o < orders; o++) reference_ngrams += run.corpus.totals[(rows + j) * orders + o];
+        for (int o = 0; o < orders; o++) reference_ngrams += run.corpus.totals[(run.corpus.first_column + j) * orders + o];
     first = calloc(all + 2, sizeof(uint32_t));
     postings = malloc((reference_ngrams + 1) * sizeof(Posting));
     if (!first || !postings) goto done;
-    if ((status = build_postings(&run.corpus, rows, columns, scoring->char_order, orders, &run.scratch[0], first,
+    if ((status = build_postings(&run.corpus, columns, scoring->char_order, orders, &run.scratch[0], first,
                                  postings, pause, context)) != 0)
         goto done;
     memset(run.scratch[0].seen, 0xFF, (all + 1) * sizeof(uint32_t));

@@ -10,16 +10,6 @@
 
 uint64_t hash_seed = 0x243F6A8885A308D3ull;
 
-static inline uint64_t mix64(uint64_t x) {
-    x ^= hash_seed;
-    x ^= x >> 33;
-    x *= 0xFF51AFD7ED558CCDull;
-    x ^= x >> 33;
-    x *= 0xC4CEB9FE1A85EC53ull;
-    x ^= x >> 33;
-    return x;
-}
-
 static inline int is_ascii_punctuation(uint32_t c) {
     /* string.punctuation: !"#$%&'()*+,-./:;<=>?@[\]^_`{|}~ */
     return (c >= 0x21 && c <= 0x2F) || (c >= 0x3A && c <= 0x40) || (c >= 0x5B && c <= 0x60) ||

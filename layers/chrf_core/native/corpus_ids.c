@@ -1,0 +1,398 @@
+/*
+ * The corpus of an MBR call: every text's units (code points, or word tokens interned by content) and its n-grams'
+ * class ids per order, equal n-grams of any two texts sharing an id. Hypotheses identical to the references (MBR's
+ * usual set-up: the samples are both) are counted once.
+ *
+ * Built as a wavefront on several threads: each kind (characters, words) is a chain of stages, its units (stage 0)
+ * then orders 1, 2, ..., over chunks of texts; stage s of chunk k runs once stage s of chunk k - 1 and stage s - 1 of
+ * chunk k are done. Each order has a table of its own, (class below, unit) -> class, touched only by that order's
+ * stage, chunk after chunk in text order: the ids are exactly one thread's, whatever the number of threads. A class
+ * remembers the unit its first member continued with, so near-identical texts (MBR samples) rarely reach the table.
+ * Only the calling thread pauses. No Python here.
+ */
+#include "mbr.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define CHUNK_POINTS 8192u          /* code points per chunk of texts (at least one text) */
+#define THREADED_CHUNKS 4           /* fewer chunks: one thread builds (starting threads would cost more) */
+#define LONGEST_THREADED (1u << 20) /* a longer text: one thread, the caller's, which pauses within it */
+#define FIRST_SLOTS 64              /* a table's slots at first, doubled when half full */
+#define EMPTY_KEY UINT64_MAX        /* no (class, unit) key: a unit is never NO_CLASS */
+#define IDLE_NANOSECONDS 20000000L  /* how often the calling thread pauses while it waits for the others */
+
+typedef struct {
+    uint64_t key; /* class below << 32 | unit */
+    uint32_t value, unused;
+} IdSlot;
+
+/* One order's state, touched only by its stage, one chunk at a time. */
+typedef struct {
+    IdSlot *slots;
+    size_t mask, used; /* slots - 1 (slots: a power of two); keys held */
+    uint32_t *memo;    /* per class below, two values: the unit its first member continued with (or NO_CLASS), and
+                          the class that made */
+    size_t memo_room;
+    uint32_t ids; /* classes so far */
+    uint32_t *counts; /* with column counts: per class, its occurrences in the column texts */
+    size_t counts_room;
+} Order;
+
+typedef struct {
+    Corpus *corpus;
+    const Texts *texts;
+    int orders[2], keep_whitespace, count_columns, threads;
+    size_t chunks, *chunk_first; /* chunk k holds texts chunk_first[k] .. chunk_first[k + 1] - 1 */
+    size_t cursor[2];            /* stage 0: units written so far */
+    Work tokens;                 /* stage 0 of words: the token table */
+    uint32_t token_ids;
+    Order order[2][MAX_ORDERS];
+    /* the schedule, under lock */
+    pthread_mutex_t lock;
+    pthread_cond_t changed;
+    size_t done[2][MAX_ORDERS + 1]; /* chunks each stage has done */
+    int busy[2][MAX_ORDERS + 1];
+    uint32_t published[2][MAX_ORDERS + 1]; /* an order's classes as of its last done chunk */
+    int stop;                              /* 1: the pause said stop; -1: out of memory */
+    size_t remaining;                      /* tasks not yet done */
+    /* the calling thread's pauses */
+    Pause pause;
+    void *context;
+    size_t units_done, next_pause;
+    struct timespec paused_at;
+} Build;
+
+/* Room for `count` values in a growable array, new values filled with `fill` (0 or 0xFF bytes). 0 or -1. */
+static int room_for(uint32_t **values, size_t *room, size_t count, int fill) {
+    if (count <= *room) return 0;
+    size_t bigger = *room ? *room : 64;
+    while (bigger < count) bigger *= 2;
+    uint32_t *grown = realloc(*values, bigger * sizeof(uint32_t));
+    if (grown == NULL) return -1;
+    memset(grown + *room, fill, (bigger - *room) * sizeof(uint32_t));
+    *values = grown;
+    *room = bigger;
+    return 0;
+}
+
+static int table_grow(Order *order) {
+    const size_t slots = order->slots != NULL ? 2 * (order->mask + 1) : FIRST_SLOTS;
+    IdSlot *grown = malloc(slots * sizeof(IdSlot));
+    if (grown == NULL) return -1;
+    for (size_t i = 0; i < slots; i++) grown[i].key = EMPTY_KEY;
+    for (size_t i = 0; order->slots != NULL && i <= order->mask; i++) {
+        if (order->slots[i].key == EMPTY_KEY) continue;
+        size_t at = (size_t)mix64(order->slots[i].key) & (slots - 1);
+        while (grown[at].key != EMPTY_KEY) at = (at + 1) & (slots - 1);
+        grown[at] = order->slots[i];
+    }
+    free(order->slots);
+    order->slots = grown;
+    order->mask = slots - 1;
+    return 0;
+}
+
+static inline uint32_t new_id(Order *order, int count_columns) {
+    if (count_columns && room_for(&order->counts, &order->counts_room, (size_t)order->ids + 1, 0) < 0) return NO_CLASS;
+    return order->ids++;
+}
+
+/* The class of an n-gram of class `below` (NO_CLASS at order 1) followed by `unit`; NO_CLASS when out of memory. */
+static inline uint32_t class_of(Order *order, uint32_t below, uint32_t unit, int count_columns) {
+    if (below != NO_CLASS) {
+        uint32_t *memo = order->memo + 2 * (size_t)below;
+        if (memo[0] == unit) return memo[1];
+        if (memo[0] == NO_CLASS) { /* the class's first continuation: new, and kept in the memo alone */
+            memo[0] = unit;
+            return memo[1] = new_id(order, count_columns);
+        }
+    }
+    const uint64_t key = (uint64_t)below << 32 | unit;
+    size_t at = (size_t)mix64(key) & order->mask;
+    for (; order->slots[at].key != EMPTY_KEY; at = (at + 1) & order->mask)
+        if (order->slots[at].key == key) return order->slots[at].value;
+    if (2 * (order->used + 1) > order->mask + 1) { /* at most half full */
+        if (table_grow(order) < 0) return NO_CLASS;
+        for (at = (size_t)mix64(key) & order->mask; order->slots[at].key != EMPTY_KEY; at = (at + 1) & order->mask) {
+        }
+    }
+    const uint32_t id = new_id(order, count_columns);
+    if (id != NO_CLASS) {
+        order->slots[at] = (IdSlot){key, id, 0};
+        order->used++;
+    }
+    return id;
+}
+
+/* Whether to stop: asked on the calling thread only, after about 2^20 units of its own. */
+static int pause_within(Build *b, int worker, size_t units) {
+    if (worker != 0 || b->pause == NULL) return 0;
+    b->units_done += units;
+    return pause_now(b->units_done, &b->next_pause, b->pause, b->context);
+}
+
+/* Stage 0 of a kind over chunk k: the texts' units. 0; 1 when the pause said stop. */
+static int units_stage(Build *b, int kind, size_t k, int worker) {
+    Corpus *corpus = b->corpus;
+    const Texts *texts = b->texts;
+    uint32_t *units = corpus->units[kind];
+    for (size_t t = b->chunk_first[k]; t < b->chunk_first[k + 1]; t++) {
+        const uint32_t *text = texts->points + texts->start[t];
+        const size_t length = texts->start[t + 1] - texts->start[t];
+        size_t total = b->cursor[kind];
+        if (kind == 0) {
+            for (size_t i = 0; i < length; i++)
+                if (b->keep_whitespace || !is_space(text[i])) units[total++] = text[i];
+        } else {
+            const size_t count = tokenize(&b->tokens, text, length, units + total, &b->token_ids);
+            if (count == TOKENIZE_INTERRUPTED) return 1;
+            total += count;
+        }
+        corpus->unit_start[kind][t + 1] = b->cursor[kind] = total;
+        if (pause_within(b, worker, length)) return 1;
+    }
+    return 0;
+}
+
+/* Order n of a kind over chunk k, whose classes below number at most below_ids. 0; 1 when the pause said stop; -1
+   when out of memory. */
+static int order_stage(Build *b, int kind, int n, size_t k, uint32_t below_ids, int worker) {
+    Corpus *corpus = b->corpus;
+    Order order = b->order[kind][n - 1]; /* a copy: the threads' orders share cache lines */
+    const size_t stride = corpus->stride[kind];
+    uint32_t *now = corpus->classes[kind] + (size_t)(n - 1) * stride;
+    const uint32_t *below = n > 1 ? now - stride : NULL, *units = corpus->units[kind] + (n - 1);
+    int status = (n > 1 && room_for(&order.memo, &order.memo_room, 2 * (size_t)below_ids, 0xFF) < 0) ||
+                 (order.slots == NULL && table_grow(&order) < 0) ? -1 : 0;
+    for (size_t t = b->chunk_first[k]; status == 0 && t < b->chunk_first[k + 1]; t++) {
+        const size_t from = corpus->unit_start[kind][t], to = corpus->unit_start[kind][t + 1];
+        const int column = b->count_columns && t >= corpus->first_column;
+        const size_t last = to - from >= (size_t)n ? to - (size_t)(n - 1) : from; /* n-grams start before it */
+        for (size_t part = from; status == 0 && part < last; part += POLL_MASK + 1) { /* pausing within a text */
+            const size_t end = last - part > POLL_MASK + 1 ? part + POLL_MASK + 1 : last;
+            for (size_t i = part; i < end; i++) {
+                const uint32_t id = class_of(&order, below != NULL ? below[i] : NO_CLASS, units[i], b->count_columns);
+                if (id == NO_CLASS) {
+                    status = -1;
+                    break;
+                }
+                now[i] = id;
+                if (column) order.counts[id]++;
+            }
+            if (status == 0 && pause_within(b, worker, end - part)) status = 1;
+        }
+    }
+    b->order[kind][n - 1] = order;
+    return status;
+}
+
+/* A stage that can run now (the highest first: it finishes chunks whose data are fresh). */
+static int runnable(const Build *b, int *kind, int *stage) {
+    for (int s = MAX_ORDERS; s >= 0; s--)
+        for (int which = 0; which < 2; which++) {
+            if (b->orders[which] == 0 || s > b->orders[which] || b->busy[which][s] || b->done[which][s] == b->chunks)
+                continue;
+            if (s > 0 && b->done[which][s - 1] <= b->done[which][s]) continue;
+            *kind = which;
+            *stage = s;
+            return 1;
+        }
+    return 0;
+}
+
+static void set_stop(Build *b, int why) {
+    if (why != 0 && b->stop >= 0) b->stop = why;
+    pthread_cond_broadcast(&b->changed);
+}
+
+/* While it waits, the calling thread asks the pause every IDLE_NANOSECONDS (with the lock, released meanwhile). */
+static void wait_for_work(Build *b, int worker) {
+    if (worker != 0 || b->pause == NULL) {
+        pthread_cond_wait(&b->changed, &b->lock);
+        return;
+    }
+    struct timespec until = b->paused_at;
+    until.tv_nsec += IDLE_NANOSECONDS;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    if (pthread_cond_timedwait(&b->changed, &b->lock, &until) != ETIMEDOUT) return;
+    clock_gettime(CLOCK_REALTIME, &b->paused_at);
+    pthread_mutex_unlock(&b->lock);
+    const int said = b->pause(b->context);
+    pthread_mutex_lock(&b->lock);
+    if (said) set_stop(b, 1);
+}
+
+/* Take and run stages until every one is done or the build stops. */
+static void run_stages(Build *b, int worker) {
+    pthread_mutex_lock(&b->lock);
+    while (b->stop == 0 && b->remaining > 0) {
+        int kind, stage;
+        if (!runnable(b, &kind, &stage)) {
+            wait_for_work(b, worker);
+            continue;
+        }
+        const size_t k = b->done[kind][stage];
+        const uint32_t below_ids = stage > 1 ? b->published[kind][stage - 1] : 0;
+        b->busy[kind][stage] = 1;
+        pthread_mutex_unlock(&b->lock);
+        const int status = stage == 0 ? units_stage(b, kind, k, worker)
+                                      : order_stage(b, kind, stage, k, below_ids, worker);
+        const uint32_t ids = stage > 0 ? b->order[kind][stage - 1].ids : 0;
+        pthread_mutex_lock(&b->lock);
+        b->busy[kind][stage] = 0;
+        b->done[kind][stage]++;
+        b->published[kind][stage] = ids;
+        b->remaining--;
+        set_stop(b, status);
+    }
+    pthread_mutex_unlock(&b->lock);
+}
+
+typedef struct {
+    Build *build;
+    int worker;
+} Stage;
+
+static void *stage_worker(void *argument) {
+    Stage *seat = argument;
+    run_stages(seat->build, seat->worker);
+    return NULL;
+}
+
+/* Chunks of about CHUNK_POINTS code points, whole texts each; the longest text's length into *longest. */
+static int chunk_texts(Build *b, size_t texts, size_t *longest) {
+    const size_t *start = b->texts->start;
+    b->chunk_first = malloc((texts + 2) * sizeof(size_t));
+    if (b->chunk_first == NULL) return -1;
+    b->chunks = 0;
+    *longest = 0;
+    for (size_t t = 0; t < texts; t++) {
+        if (start[t + 1] - start[t] > *longest) *longest = start[t + 1] - start[t];
+        if (t == 0 || start[t] - start[b->chunk_first[b->chunks - 1]] >= CHUNK_POINTS)
+            b->chunk_first[b->chunks++] = t;
+    }
+    b->chunk_first[b->chunks] = texts;
+    return 0;
+}
+
+/* Whether the references are the hypotheses, text for text. */
+static int same_sides(const Texts *texts) {
+    const size_t rows = texts->rows, *start = texts->start;
+    if (texts->same) return 1;
+    if (rows != texts->columns) return 0;
+    for (size_t t = 0; t <= rows; t++)
+        if (start[rows + t] - start[rows] != start[t]) return 0;
+    return memcmp(texts->points, texts->points + start[rows], start[rows] * sizeof(uint32_t)) == 0;
+}
+
+/* The wavefront over the counted texts, on up to `threads` threads. 0; 1 when the pause said stop; -1 when out of
+   memory. */
+static int build_ids(Build *b, size_t counted, int threads) {
+    size_t longest;
+    if (chunk_texts(b, counted, &longest) < 0) return -1;
+    if (b->chunks < THREADED_CHUNKS || longest > LONGEST_THREADED) threads = 1;
+    b->threads = threads;
+    b->tokens.interrupted = threads == 1 ? b->pause : NULL; /* the tokenizer pauses on the calling thread only */
+    b->tokens.interrupted_context = b->context;
+    for (int kind = 0; kind < 2; kind++)
+        if (b->orders[kind]) b->remaining += b->chunks * (size_t)(b->orders[kind] + 1);
+    if (pthread_mutex_init(&b->lock, NULL) != 0) return -1;
+    if (pthread_cond_init(&b->changed, NULL) != 0) {
+        pthread_mutex_destroy(&b->lock);
+        return -1;
+    }
+    clock_gettime(CLOCK_REALTIME, &b->paused_at);
+    pthread_t ids[MAX_THREADS];
+    Stage seats[MAX_THREADS];
+    int started = 0;
+    for (int w = 1; w < threads && w < MAX_THREADS; w++) {
+        seats[w] = (Stage){b, w};
+        if (pthread_create(&ids[started], NULL, stage_worker, &seats[w]) != 0) break; /* fewer threads then */
+        started++;
+    }
+    run_stages(b, 0);
+    for (int k = 0; k < started; k++) pthread_join(ids[k], NULL);
+    pthread_cond_destroy(&b->changed);
+    pthread_mutex_destroy(&b->lock);
+    return b->stop;
+}
+
+/* After the ids: classes per order, rows, column counts per row, totals per text and the longest text's n-grams. */
+static int corpus_rows(Corpus *corpus, Build *b, int char_order, int orders) {
+    for (int o = 0; o < orders; o++) {
+        const int kind = o >= char_order, n = kind ? o - char_order + 1 : o + 1;
+        corpus->class_count[kind][n - 1] = b->order[kind][n - 1].ids;
+        corpus->base[o + 1] = corpus->base[o] + b->order[kind][n - 1].ids;
+    }
+    if (b->count_columns) {
+        if ((corpus->column_counts = malloc((corpus->base[orders] + 1) * sizeof(uint32_t))) == NULL) return -1;
+        for (int o = 0; o < orders; o++) {
+            const int kind = o >= char_order, n = kind ? o - char_order + 1 : o + 1;
+            const size_t classes = corpus->base[o + 1] - corpus->base[o];
+            if (classes) memcpy(corpus->column_counts + corpus->base[o], b->order[kind][n - 1].counts,
+                                classes * sizeof(uint32_t));
+        }
+    }
+    corpus->totals = calloc(corpus->texts * (size_t)orders + 1, sizeof(uint32_t));
+    if (corpus->totals == NULL) return -1;
+    for (size_t t = 0; t < corpus->texts; t++) {
+        size_t ngrams = 0;
+        for (int o = 0; o < orders; o++) {
+            const int kind = o >= char_order, n = kind ? o - char_order + 1 : o + 1;
+            const size_t length = corpus->unit_start[kind][t + 1] - corpus->unit_start[kind][t];
+            corpus->totals[t * orders + o] = length >= (size_t)n ? (uint32_t)(length - n + 1) : 0;
+            ngrams += corpus->totals[t * orders + o];
+        }
+        if (ngrams > corpus->longest) corpus->longest = ngrams;
+    }
+    return 0;
+}
+
+int corpus_build(Corpus *corpus, const Texts *texts, const Scoring *scoring, int threads, int count_columns,
+                 Pause pause, void *context) {
+    const int char_order = scoring->char_order, orders = scoring->char_order + scoring->word_order;
+    memset(corpus, 0, sizeof *corpus);
+    const int same = same_sides(texts);
+    corpus->texts = same ? texts->rows : texts->rows + texts->columns;
+    corpus->first_column = same ? 0 : texts->rows;
+    const size_t points = texts->start[corpus->texts];
+    Build *b = calloc(1, sizeof(Build));
+    if (b == NULL) return -1;
+    *b = (Build){.corpus = corpus, .texts = texts, .orders = {char_order, scoring->word_order},
+                 .keep_whitespace = scoring->keep_whitespace, .count_columns = count_columns, .pause = pause,
+                 .context = context};
+    int status = -1;
+    for (int kind = 0; kind < 2; kind++) {
+        if (!b->orders[kind]) continue;
+        corpus->stride[kind] = points;
+        corpus->unit_start[kind] = calloc(corpus->texts + 1, sizeof(size_t));
+        corpus->units[kind] = malloc((points + 1) * sizeof(uint32_t));
+        corpus->classes[kind] = malloc(((size_t)b->orders[kind] * points + 1) * sizeof(uint32_t));
+        if (!corpus->unit_start[kind] || !corpus->units[kind] || !corpus->classes[kind]) goto done;
+    }
+    if (b->orders[1]) {
+        const size_t tokens = distinct_tokens_bound(points, corpus->texts);
+        if (tokens_reserve(&b->tokens, tokens) < 0) goto done;
+        tokens_generation(&b->tokens, texts->points, tokens);
+    }
+    if ((status = build_ids(b, corpus->texts, threads)) == 0) status = corpus_rows(corpus, b, char_order, orders);
+done:
+    for (int kind = 0; kind < 2; kind++)
+        for (int o = 0; o < MAX_ORDERS; o++) {
+            free(b->order[kind][o].slots);
+            free(b->order[kind][o].memo);
+            free(b->order[kind][o].counts);
+        }
+    free(b->chunk_first);
+    work_release(&b->tokens);
+    free(b);
+    if (status != 0) corpus_free(corpus);
+    return status;
+}
