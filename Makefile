@@ -140,7 +140,7 @@ bench-counts: setup-dev
 	$(BIN)/python tests/worst_case_counts.py native 5
 	$(BIN)/python tests/worst_case_counts.py python 2
 
-# The native kernel under AddressSanitizer and UndefinedBehaviorSanitizer (after changing native/).
+# The native kernel under AddressSanitizer and UndefinedBehaviorSanitizer, then ThreadSanitizer (after changing native/).
 sanitize: setup-dev
 	@rm -rf .cache/sanitize && mkdir -p .cache/sanitize/chrf_core && cp layers/chrf_core/chrf_core/*.py .cache/sanitize/chrf_core/
 	gcc -std=c99 -O1 -ffp-contract=off -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined \
@@ -148,6 +148,11 @@ sanitize: setup-dev
 		$(filter %.c,$(KERNEL_SOURCES)) -o .cache/sanitize/chrf_core/_kernel.abi3.so
 	LD_PRELOAD="$$(gcc -print-file-name=libasan.so)" ASAN_OPTIONS=detect_leaks=0:max_malloc_fill_size=1073741824 \
 		$(BIN)/python tests/native/sanitize.py .cache/sanitize
+	@rm -rf .cache/sanitize-threads && mkdir -p .cache/sanitize-threads/chrf_core && cp layers/chrf_core/chrf_core/*.py .cache/sanitize-threads/chrf_core/
+	gcc -std=c99 -O1 -ffp-contract=off -g -fno-omit-frame-pointer -fsanitize=thread -fPIC -shared -pthread -DPy_LIMITED_API=0x030B0000 \
+		-I"$$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_paths()["include"])')" \
+		$(filter %.c,$(KERNEL_SOURCES)) -o .cache/sanitize-threads/chrf_core/_kernel.abi3.so
+	LD_PRELOAD="$$(gcc -print-file-name=libtsan.so)" $(BIN)/python tests/native/sanitize_threads.py .cache/sanitize-threads
 
 clean:
 	rm -rf $(VENV) $(SAM_VENV) $(MBRS_VENV) .aws-sam .cache .pytest_cache .ruff_cache .mypy_cache .hypothesis build $(DIST) $(HOST_KERNEL)
