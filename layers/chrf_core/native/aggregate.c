@@ -129,13 +129,14 @@ int aggregate_scores(const Texts *texts, const Scoring *scoring, const Double2 *
                 const Double2 weight = weights[j];
                 for (size_t i = from; i + (size_t)(n - 1) < to; i++)
                     weighted_sums[corpus->base[o] + ids[i]] = d2_add(weighted_sums[corpus->base[o] + ids[i]], weight);
-                weighted_ngrams[o] = d2_add(weighted_ngrams[o], d2_mul(weight, d2_of(corpus->totals[text * orders + o])));
+                const Double2 ngrams = d2_of(corpus->totals[text * orders + o]);
+                weighted_ngrams[o] = d2_add(weighted_ngrams[o], d2_mul(weight, ngrams));
             }
         }
     }
     Aggregate shared = {scoring, orders, columns, corpus->column_counts, ref_ngrams, scores, counts, &run,
                         weighted_sums, weight_total, weighted_ngrams};
-    size_t chunk = NGRAMS_PER_PAUSE / (corpus->longest + 1) + 1, balanced = rows / (4 * (size_t)run.threads) + 1;
+    size_t chunk = NGRAMS_PER_PAUSE / (corpus->longest + 1) + 1, balanced = rows / (16 * (size_t)run.threads) + 1;
     status = parallel_rows(rows, chunk < balanced ? chunk : balanced, run.threads, score_hypotheses, &shared, pause,
                            context);
 done:

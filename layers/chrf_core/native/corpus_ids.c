@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -24,6 +25,7 @@
 #define FIRST_SLOTS 64              /* a table's slots at first, doubled when half full */
 #define EMPTY_KEY UINT64_MAX        /* no (class, unit) key: a unit is never NO_CLASS */
 #define IDLE_NANOSECONDS 20000000L  /* how often the calling thread pauses while it waits for the others */
+#define IDLE_SPINS 256              /* looks for a free stage (yielding between) before a thread sleeps */
 
 typedef struct {
     uint64_t key; /* class below << 32 | unit */
@@ -190,18 +192,26 @@ static int order_stage(Build *b, int kind, int n, size_t k, uint32_t below_ids, 
     return status;
 }
 
-/* A stage that can run now (the highest first: it finishes chunks whose data are fresh). */
-static int runnable(const Build *b, int *kind, int *stage) {
-    for (int s = MAX_ORDERS; s >= 0; s--)
-        for (int which = 0; which < 2; which++) {
-            if (b->orders[which] == 0 || s > b->orders[which] || b->busy[which][s] || b->done[which][s] == b->chunks)
-                continue;
+/* A stage that can run now. The stages stand in one line (kind 0's units and orders, then kind 1's) and worker w
+   takes the one nearest position w (all - 1) / (threads - 1): each order's table stays with one thread (in its
+   cache) while the threads keep up with each other, and where they meet the stages go to whichever is free. */
+static int runnable(const Build *b, int worker, int *kind, int *stage) {
+    const int first[2] = {0, b->orders[0] ? b->orders[0] + 1 : 0};
+    const int all = first[1] + (b->orders[1] ? b->orders[1] + 1 : 0);
+    const int target = b->threads > 1 ? worker * (all - 1) / (b->threads - 1) : all - 1;
+    int nearest = -1;
+    for (int which = 0; which < 2; which++)
+        for (int s = 0; b->orders[which] && s <= b->orders[which]; s++) {
+            if (b->busy[which][s] || b->done[which][s] == b->chunks) continue;
             if (s > 0 && b->done[which][s - 1] <= b->done[which][s]) continue;
-            *kind = which;
-            *stage = s;
-            return 1;
+            const int distance = first[which] + s > target ? first[which] + s - target : target - first[which] - s;
+            if (nearest < 0 || distance <= nearest) {
+                nearest = distance;
+                *kind = which;
+                *stage = s;
+            }
         }
-    return 0;
+    return nearest >= 0;
 }
 
 static void set_stop(Build *b, int why) {
@@ -231,13 +241,21 @@ static void wait_for_work(Build *b, int worker) {
 
 /* Take and run stages until every one is done or the build stops. */
 static void run_stages(Build *b, int worker) {
+    int spins = 0;
     pthread_mutex_lock(&b->lock);
     while (b->stop == 0 && b->remaining > 0) {
         int kind, stage;
-        if (!runnable(b, &kind, &stage)) {
-            wait_for_work(b, worker);
+        if (!runnable(b, worker, &kind, &stage)) {
+            if (spins++ < IDLE_SPINS) { /* a stage is about to be freed: an idle processor is slow to wake */
+                pthread_mutex_unlock(&b->lock);
+                sched_yield();
+                pthread_mutex_lock(&b->lock);
+            } else {
+                wait_for_work(b, worker);
+            }
             continue;
         }
+        spins = 0;
         const size_t k = b->done[kind][stage];
         const uint32_t below_ids = stage > 1 ? b->published[kind][stage - 1] : 0;
         b->busy[kind][stage] = 1;

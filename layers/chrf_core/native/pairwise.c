@@ -45,7 +45,8 @@ static int score_rows(void *shared, int worker, size_t from, size_t to) {
         const uint32_t *hyp = corpus->totals + i * (size_t)orders;
         for (int o = 0; o < orders; o++) s->values[o] = hyp[o];
         for (size_t j = 0; j < p->columns; j++) {
-            const uint32_t *ref = corpus->totals + (corpus->first_column + j) * (size_t)orders, *m = s->matches + j * orders;
+            const uint32_t *ref = corpus->totals + (corpus->first_column + j) * (size_t)orders;
+            const uint32_t *m = s->matches + j * orders;
             for (int o = 0; o < orders; o++) {
                 s->values[orders + o] = ref[o];
                 s->values[2 * orders + o] = m[o];
@@ -103,7 +104,8 @@ int pairwise_scores(const Texts *texts, const Scoring *scoring, int threads, dou
     const size_t all = run.corpus.base[orders];
     size_t reference_ngrams = 0;
     for (size_t j = 0; j < columns; j++)
-        for (int o = 0; o < orders; o++) reference_ngrams += run.corpus.totals[(run.corpus.first_column + j) * orders + o];
+        for (int o = 0; o < orders; o++)
+            reference_ngrams += run.corpus.totals[(run.corpus.first_column + j) * orders + o];
     first = calloc(all + 2, sizeof(uint32_t));
     postings = malloc((reference_ngrams + 1) * sizeof(Posting));
     if (!first || !postings) goto done;
