@@ -316,8 +316,9 @@ static int build_ids(Build *b, size_t counted, int threads) {
     size_t longest;
     if (chunk_texts(b, counted, &longest) < 0) return -1;
     if (b->chunks < THREADED_CHUNKS || longest > LONGEST_THREADED) threads = 1;
-    b->threads = threads;
-    b->tokens.interrupted = threads == 1 ? b->pause : NULL; /* the tokenizer pauses on the calling thread only */
+    const int stages = (b->orders[0] ? b->orders[0] + 1 : 0) + (b->orders[1] ? b->orders[1] + 1 : 0);
+    b->threads = threads < stages ? threads : stages; /* more would find no stage free */
+    b->tokens.interrupted = b->threads == 1 ? b->pause : NULL; /* the tokenizer pauses on the calling thread only */
     b->tokens.interrupted_context = b->context;
     for (int kind = 0; kind < 2; kind++)
         if (b->orders[kind]) b->remaining += b->chunks * (size_t)(b->orders[kind] + 1);
@@ -330,7 +331,7 @@ static int build_ids(Build *b, size_t counted, int threads) {
     pthread_t ids[MAX_THREADS];
     Stage seats[MAX_THREADS];
     int started = 0;
-    for (int w = 1; w < threads && w < MAX_THREADS; w++) {
+    for (int w = 1; w < b->threads; w++) {
         seats[w] = (Stage){b, w};
         if (pthread_create(&ids[started], NULL, stage_worker, &seats[w]) != 0) break; /* fewer threads then */
         started++;
