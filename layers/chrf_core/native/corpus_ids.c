@@ -10,6 +10,8 @@
  * remembers the unit its first member continued with, so near-identical texts (MBR samples) rarely reach the table.
  * Only the calling thread pauses. No Python here.
  */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime under -std=c99 */
+
 #include "mbr.h"
 
 #include <errno.h>
