@@ -3,7 +3,8 @@ whose PATH holds no compiler, from the local wheelhouse only (`make wheelhouse`;
 
 * the x86_64 wheel loads its native kernel, and its command line and Python API give the host's numbers;
 * the aarch64 wheel, installed by pip for that platform, loads its native kernel in Debian's arm64 Python 3.13
-  under qemu (as tests/template/test_arm64_layer.py runs the Lambda layer) and gives the same numbers;
+  under qemu (as tests/template/test_arm64_layer.py runs the Lambda layer) and gives the same numbers (its
+  double-double products use the fused multiply-add that x86_64's baseline lacks: the same bits, checked here);
 * the sdist, with no compiler to build the kernel, installs, says once that it counts in Python, and gives the same
   numbers.
 
@@ -38,6 +39,8 @@ print(json.dumps({
     "report": chrf_core.corpus_report(hypotheses, references, word_order=2).to_dict(),
     "segments": [str(score) for score in chrf_core.segment_scores(hypotheses, references, lowercase=True)],
     "pairwise": chrf_core.pairwise(hypotheses[:12], references[:12], char_order=4, word_order=1).tolist(),
+    "samples": chrf_core.pairwise(hypotheses[:40], hypotheses[:40], word_order=2).tolist(),
+    "aggregate": chrf_core.CHRF().aggregate(hypotheses, references).tolist(),
 }))
 """
 
@@ -63,6 +66,8 @@ def expected(texts):
         "report": chrf_core.corpus_report(hypotheses, references, word_order=2).to_dict(),
         "segments": [str(score) for score in chrf_core.segment_scores(hypotheses, references, lowercase=True)],
         "pairwise": chrf_core.pairwise(hypotheses[:12], references[:12], char_order=4, word_order=1).tolist(),
+        "samples": chrf_core.pairwise(hypotheses[:40], hypotheses[:40], word_order=2).tolist(),
+        "aggregate": chrf_core.CHRF().aggregate(hypotheses, references).tolist(),
     }
 
 

@@ -67,6 +67,8 @@ with contextlib.suppress(ValueError):
 for _ in range(300):  # pairwise: every shape of side, both averagings, the exact fallback
     sides = [["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 30))) for _ in range(rng.randint(1, 6))]
              for _ in range(2)]
+    if rng.random() < 0.3:  # the samples as their own references: pairwise walks the triangle of pairs
+        sides[1] = sides[0]
     char_order = rng.randint(0, 10)
     word_order = rng.randint(0 if char_order else 1, 4)
     chosen = {"char_order": char_order, "word_order": word_order, "beta": rng.randint(1, 16),

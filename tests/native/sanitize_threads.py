@@ -22,5 +22,8 @@ for threads in (2, 3):
         metric.aggregate(texts, texts[::-1], threads=threads)
         metric.aggregate(texts, texts[::-1], threads=threads, weights=[k % 3 for k in range(3000)])
         metric.pairwise(texts[:40], texts, threads=threads)
+        samples = texts[:300]
+        assert metric.pairwise(samples, samples, threads=threads).tolist() == metric.pairwise(
+            samples, samples + ["x"], threads=threads)[:, :-1].tolist()
         metric.aggregate_batch([texts[:500], texts[500:1000]], [texts[:500], texts[1000:1500]], threads=threads)
 print("thread-sanitized run: no errors")

@@ -132,6 +132,20 @@ def test_references_that_are_the_hypotheses_are_counted_once_with_every_number_u
         lambda: metric.pairwise(texts[:60], texts[:60])).tolist()
 
 
+@pytest.mark.parametrize("chosen", [{}, {"word_order": 2},
+                                    {"char_order": 4, "word_order": 1, "averaging": "per_order_f"}])
+def test_pairwise_of_the_samples_against_themselves_is_the_full_matrix_on_any_number_of_threads(chosen):
+    # the samples as their own references: the native kernel walks each pair's shared n-grams once and scores both
+    # (i, j) and (j, i) from them; one reference more makes the sides differ, so the whole matrix is walked
+    native_kernel_or_skip()
+    samples = candidates(90, seed=7) + ["", "a", "a a"]
+    metric = CHRF(**chosen)
+    expected = python_kernel_scores(lambda: metric.pairwise(samples, samples)).tolist()
+    for threads in (1, 2, 3, 8):
+        assert metric.pairwise(samples, samples, threads=threads).tolist() == expected
+        assert metric.pairwise(samples, samples + ["b"], threads=threads)[:, :-1].tolist() == expected
+
+
 def test_the_same_iterator_given_as_both_sides_is_read_once_as_the_samples_and_their_references():
     texts = candidates(8)
     samples = iter(texts)

@@ -4,6 +4,7 @@ and bad input is refused as the contract refuses it, naming the field and the se
 
 import doctest
 import itertools
+import math
 import random
 from fractions import Fraction
 
@@ -15,7 +16,7 @@ from chrf_core import kernel as kernel_module
 from chrf_core import metric as api
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from naive_chrf import naive_score
+from naive_chrf import naive_aggregate, naive_score
 from payloads import real_pairs
 from support import SEGMENT_TEXT, native_kernel_or_skip, settings_strategy
 from test_kernels import kernels
@@ -66,6 +67,39 @@ def test_a_native_score_too_close_to_a_rounding_midpoint_is_computed_exactly(mon
     matrix = chrf_core.pairwise(texts, texts, word_order=2)
     for i, j in itertools.product(range(12), range(12)):
         assert matrix[i, j] == float(exact(texts[i], texts[j], {"word_order": 2}))
+
+
+def near_a_midpoint(value, bits):
+    """Whether an exact score lies within 2^-bits of it (relative) from the midpoint between its rounding and the
+    next double on its side: the scores the native kernel must hand back at that tolerance."""
+    rounded = float(value)
+    if value == rounded or rounded <= 0:
+        return False
+    midpoint = (Fraction(rounded) + Fraction(math.nextafter(rounded, math.inf if value > rounded else 0))) / 2
+    return abs(value - midpoint) <= rounded * Fraction(1, 2**bits)
+
+
+@pytest.mark.parametrize("chosen", [{}, {"word_order": 2}, {"char_order": 10, "word_order": 4, "beta": 3},
+                                    {"word_order": 2, "averaging": "per_order_f"}])
+def test_the_native_kernel_hands_back_exactly_the_scores_near_a_midpoint_so_its_values_are_far_more_precise(chosen):
+    """At a tolerance of 2^-56 about one score in six is near a midpoint; a value off by more than about 2^-64
+    (a lost low part of a double-double) would hand back a different set."""
+    native_kernel_or_skip()
+    texts = [text for pair in real_pairs() for text in pair]
+    random.Random(11).shuffle(texts)
+    hypotheses, references = texts[:32], texts[32:64]
+    scoring = (chosen.get("char_order", 6), chosen.get("word_order", 0), False, chosen.get("beta", 2),
+               chosen.get("averaging") == "per_order_f", 56, 2)
+    flagged = set(kernel_module.NATIVE.pairwise(hypotheses, references, *scoring, numpy.empty((32, 32))))
+    near = {i * 32 + j for i, j in itertools.product(range(32), range(32))
+            if near_a_midpoint(exact(hypotheses[i], references[j], chosen), 56)}
+    assert flagged == near and 32 < len(near) < 1024 - 32
+    orders = chosen.get("char_order", 6) + chosen.get("word_order", 0)
+    scores, counts = numpy.empty(64), numpy.empty((64, orders, 3), dtype=numpy.int64)
+    flagged = set(kernel_module.NATIVE.aggregate(texts[:64], references, *scoring, scores, counts, None))
+    exact_aggregate = naive_aggregate(texts[:64], references, **chosen)
+    near = {i for i, value in enumerate(exact_aggregate) if near_a_midpoint(value, 56)}
+    assert flagged == near and 0 < len(near) < 64
 
 
 def test_the_kernels_give_the_same_pairwise_matrix():

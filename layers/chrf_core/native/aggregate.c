@@ -49,7 +49,7 @@ static Double2 weighted_score(const Aggregate *a, const Scratch *s, size_t i, si
         hyp[o] = d2_mul(a->weight_total, d2_of(corpus->totals[i * (size_t)orders + o]));
         ref[o] = a->weighted_ngrams[o];
     }
-    return chrf_score_of(a->scoring, orders, hyp, ref, matches);
+    return chrf_score_of(a->scoring, orders, hyp, ref, matches, NULL, NULL);
 }
 
 static int score_hypotheses(void *shared, int worker, size_t from, size_t to) {

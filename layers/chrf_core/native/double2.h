@@ -21,17 +21,31 @@ static inline Double2 two_sum(double a, double b) {
     return r;
 }
 
+/* a b = hi + lo exactly: with a fused multiply-add where the hardware has one (arm64), else Dekker's splitting;
+   both give the same two doubles. */
 static inline Double2 two_product(double a, double b) {
+#ifdef __FP_FAST_FMA
+    double p = a * b;
+    Double2 r = {p, __builtin_fma(a, b, -p)};
+    return r;
+#else
     double p = a * b, ta = 134217729.0 * a, tb = 134217729.0 * b;
     double ah = ta - (ta - a), al = a - ah, bh = tb - (tb - b), bl = b - bh;
     Double2 r = {p, ((ah * bh - p) + ah * bl + al * bh) + al * bl};
     return r;
+#endif
 }
 
 static inline Double2 d2_add(Double2 a, Double2 b) {
     Double2 s = two_sum(a.hi, b.hi), t = two_sum(a.lo, b.lo);
     s = quick_two_sum(s.hi, s.lo + t.hi);
     return quick_two_sum(s.hi, s.lo + t.lo);
+}
+
+/* a + b for a, b >= 0 (no cancellation, so one two_sum keeps the relative error near 2^-104). */
+static inline Double2 d2_add_positive(Double2 a, Double2 b) {
+    Double2 s = two_sum(a.hi, b.hi);
+    return quick_two_sum(s.hi, s.lo + (a.lo + b.lo));
 }
 
 static inline Double2 d2_mul(Double2 a, Double2 b) {

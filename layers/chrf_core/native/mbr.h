@@ -50,9 +50,12 @@ int aggregate_scores(const Texts *texts, const Scoring *scoring, const Double2 *
 
 /* A score (0..100) from per-order n-gram totals and matches, as the contract defines it, in double-double. */
 Double2 chrf_score(const Scoring *scoring, int orders, const double *hyp, const double *ref, const double *matches);
-/* The same from counts that are themselves double-double values (weighted counts, not integers). */
+/* The same from counts that are themselves double-double values (weighted counts, not integers); with the
+   reciprocals of the hypothesis' and the reference's counts per order (else NULL) it multiplies instead of dividing. */
 Double2 chrf_score_of(const Scoring *scoring, int orders, const Double2 *hyp, const Double2 *ref,
-                      const Double2 *matches);
+                      const Double2 *matches, const Double2 *hyp_inverse, const Double2 *ref_inverse);
+/* 1 / count in double-double (relative error about 2^-105); 0 for 0. */
+Double2 reciprocal(double count);
 /* Whether rounding value.hi may differ from rounding the exact value, which lies within hi * tolerance of it. */
 int near_midpoint(Double2 value, double tolerance);
 /* Append an index to flagged: 0, or -1 when out of memory. */

@@ -3,8 +3,9 @@
  *
  * The references' distinct n-grams of each order become postings (row -> (reference, count)); a hypothesis then
  * walks the postings of its own distinct n-grams, adding min(its count, the reference's) to that reference's
- * matches. The cost is the texts' length times the orders, plus one step per n-gram two texts share. Hypotheses are
- * scored in chunks of rows on several threads, each with its own scratch.
+ * matches. The cost is the texts' length times the orders, plus one step per n-gram two texts share (half of that
+ * when the references are the hypotheses: see score_rows). Hypotheses are scored in chunks of rows on several
+ * threads, each with its own scratch; every text's reciprocal counts are computed once, so a pair's score multiplies.
  */
 #include "mbr.h"
 
@@ -16,13 +17,48 @@
 typedef struct {
     const Scoring *scoring;
     size_t rows, columns;
-    int orders;
+    int orders, same; /* same: the references are the hypotheses, counted once (corpus first_column 0) */
     const uint32_t *first;
     const Posting *postings;
+    const Double2 *column_inverse; /* columns x orders: 1 / each reference's n-grams of each order */
     double *scores;
     Run *run;
 } Pairwise;
 
+/* Hypothesis i against reference j from their matches per order: the score, flagged if its rounding is in doubt.
+   0, or -1 when out of memory. */
+static int score_pair(const Pairwise *p, int worker, size_t i, size_t j, const uint32_t *matches_of_pair,
+                      const Double2 *hyp_inverse) {
+    const Corpus *corpus = &p->run->corpus;
+    const int orders = p->orders;
+    const uint32_t *hyp_totals = corpus->totals + i * (size_t)orders;
+    const uint32_t *ref_totals = corpus->totals + (corpus->first_column + j) * (size_t)orders;
+    Double2 hyp[MAX_ORDERS], ref[MAX_ORDERS], matches[MAX_ORDERS];
+    for (int o = 0; o < orders; o++) {
+        hyp[o] = d2_of(hyp_totals[o]);
+        ref[o] = d2_of(ref_totals[o]);
+        matches[o] = d2_of(matches_of_pair[o]);
+    }
+    const Double2 value = chrf_score_of(p->scoring, orders, hyp, ref, matches, hyp_inverse,
+                                        p->column_inverse + j * orders);
+    p->scores[i * p->columns + j] = value.hi;
+    if (near_midpoint(value, p->scoring->tolerance) && flag(&p->run->found[worker], i * p->columns + j) < 0) return -1;
+    return 0;
+}
+
+/* The first of a row's postings whose reference is `column` or later (postings are in reference order). */
+static const Posting *postings_from(const Posting *posting, const Posting *end, uint32_t column) {
+    while (posting < end) {
+        const Posting *middle = posting + (end - posting) / 2;
+        if (middle->reference < column) posting = middle + 1;
+        else end = middle;
+    }
+    return posting;
+}
+
+/* Rows [from, to): each hypothesis' matches against the references that hold its n-grams, then its scores. When the
+   references are the hypotheses, matches are symmetric: row i takes the references j >= i only and scores both
+   (i, j) and (j, i), so the shared n-grams are walked once per pair instead of twice. */
 static int score_rows(void *shared, int worker, size_t from, size_t to) {
     const Pairwise *p = shared;
     Scratch *s = &p->run->scratch[worker];
@@ -30,30 +66,29 @@ static int score_rows(void *shared, int worker, size_t from, size_t to) {
     const int orders = p->orders, char_order = p->scoring->char_order;
     const size_t *base = corpus->base;
     for (size_t i = from; i < to; i++) {
+        const size_t first_column = p->same ? i : 0;
         size_t distinct = distinct_ngrams(corpus, i, char_order, orders, (uint32_t)i, s->seen, s->where, s->entries);
-        memset(s->matches, 0, p->columns * (size_t)orders * sizeof(uint32_t));
+        memset(s->matches + first_column * orders, 0, (p->columns - first_column) * (size_t)orders * sizeof(uint32_t));
         for (size_t e = 0; e < distinct; e++) {
             const size_t row = s->entries[e].reference;
             const uint32_t mine = s->entries[e].count;
             int o = 0;
             while (row >= base[o + 1]) o++;
-            for (uint32_t k = p->first[row]; k < p->first[row + 1]; k++) {
-                const Posting posting = p->postings[k];
-                s->matches[(size_t)posting.reference * orders + o] += mine < posting.count ? mine : posting.count;
-            }
+            const Posting *end = p->postings + p->first[row + 1];
+            const Posting *posting = p->postings + p->first[row];
+            if (p->same) posting = postings_from(posting, end, (uint32_t)first_column);
+            uint32_t *matches_of_order = s->matches + o;
+            for (; posting < end; posting++)
+                matches_of_order[(size_t)posting->reference * orders] += mine < posting->count ? mine : posting->count;
         }
-        const uint32_t *hyp = corpus->totals + i * (size_t)orders;
-        for (int o = 0; o < orders; o++) s->values[o] = hyp[o];
-        for (size_t j = 0; j < p->columns; j++) {
-            const uint32_t *ref = corpus->totals + (corpus->first_column + j) * (size_t)orders;
-            const uint32_t *m = s->matches + j * orders;
-            for (int o = 0; o < orders; o++) {
-                s->values[orders + o] = ref[o];
-                s->values[2 * orders + o] = m[o];
-            }
-            Double2 value = chrf_score(p->scoring, orders, s->values, s->values + orders, s->values + 2 * orders);
-            p->scores[i * p->columns + j] = value.hi;
-            if (near_midpoint(value, p->scoring->tolerance) && flag(&p->run->found[worker], i * p->columns + j) < 0) return -1;
+        Double2 hyp_inverse[MAX_ORDERS];
+        for (int o = 0; o < orders; o++) hyp_inverse[o] = reciprocal(corpus->totals[i * (size_t)orders + o]);
+        for (size_t j = first_column; j < p->columns; j++) {
+            const uint32_t *matches_of_pair = s->matches + j * orders;
+            if (score_pair(p, worker, i, j, matches_of_pair, hyp_inverse) < 0) return -1;
+            if (p->same && j != i &&
+                score_pair(p, worker, j, i, matches_of_pair, p->column_inverse + j * orders) < 0)
+                return -1;
         }
     }
     return 0;
@@ -98,6 +133,7 @@ int pairwise_scores(const Texts *texts, const Scoring *scoring, int threads, dou
     Run run;
     uint32_t *first = NULL;
     Posting *postings = NULL;
+    Double2 *column_inverse = NULL;
     int status = run_begin(&run, texts, scoring, threads, 0, columns * (size_t)orders + 1, pause, context);
     if (status != 0) goto done;
     status = -1;
@@ -108,17 +144,23 @@ int pairwise_scores(const Texts *texts, const Scoring *scoring, int threads, dou
             reference_ngrams += run.corpus.totals[(run.corpus.first_column + j) * orders + o];
     first = calloc(all + 2, sizeof(uint32_t));
     postings = malloc((reference_ngrams + 1) * sizeof(Posting));
-    if (!first || !postings) goto done;
+    column_inverse = malloc((columns * (size_t)orders + 1) * sizeof(Double2));
+    if (!first || !postings || !column_inverse) goto done;
+    for (size_t k = 0; k < columns * (size_t)orders; k++)
+        column_inverse[k] = reciprocal(run.corpus.totals[run.corpus.first_column * (size_t)orders + k]);
     if ((status = build_postings(&run.corpus, columns, scoring->char_order, orders, &run.scratch[0], first,
                                  postings, pause, context)) != 0)
         goto done;
     memset(run.scratch[0].seen, 0xFF, (all + 1) * sizeof(uint32_t));
-    Pairwise shared = {scoring, rows, columns, orders, first, postings, scores, &run};
-    size_t chunk = PAIRS_PER_PAUSE / (columns + 1) + 1, balanced = rows / (4 * (size_t)run.threads) + 1;
+    const int same = run.corpus.first_column == 0 && rows == columns;
+    Pairwise shared = {scoring, rows, columns, orders, same, first, postings, column_inverse, scores, &run};
+    /* the triangle's rows shrink as they go: finer chunks keep the threads busy to the end */
+    size_t chunk = PAIRS_PER_PAUSE / (columns + 1) + 1, balanced = rows / ((same ? 16 : 4) * (size_t)run.threads) + 1;
     status = parallel_rows(rows, chunk < balanced ? chunk : balanced, run.threads, score_rows, &shared, pause,
                            context);
 done:
     free(first);
     free(postings);
+    free(column_inverse);
     return run_end(&run, flagged, status);
 }

@@ -30,12 +30,26 @@ static inline int effective(Double2 hyp, Double2 ref) { return hyp.hi > 0 && ref
    (1 + b^2) match / (b^2 ref + hyp). Any P = a / c and R = b / d take this form over the common numerator a b
    (match = a b, hyp = c b, ref = d a), which is how the averages use it. */
 static inline Double2 f_beta(double b2, Double2 hyp, Double2 ref, Double2 match) {
-    return d2_div(d2_mul(d2_of(1 + b2), match), d2_add(d2_mul(d2_of(b2), ref), hyp));
+    return d2_div(d2_mul(d2_of(1 + b2), match), d2_add_positive(d2_mul(d2_of(b2), ref), hyp));
+}
+
+/* 1 / count in double-double (0 for 0): q = 1 / count rounded, then the remainder 1 - q count, exact from the
+   error-free product q count, divided by count. Relative error about 2^-105. */
+Double2 reciprocal(double count) {
+    if (count == 0.0) return d2_of(0.0);
+    const double q = 1.0 / count;
+    const Double2 p = two_product(q, count);
+    return quick_two_sum(q, ((1.0 - p.hi) - p.lo) / count);
+}
+
+/* A ratio count / whole, from whole's reciprocal when the caller has it (many pairs share a side). */
+static inline Double2 ratio(Double2 count, Double2 whole, const Double2 *inverse, int o) {
+    return inverse ? d2_mul(inverse[o], count) : d2_div(count, whole);
 }
 
 /* Products and sums of the counts are formed in double-double: exactly for integers below 2^53. */
 Double2 chrf_score_of(const Scoring *scoring, int orders, const Double2 *hyp, const Double2 *ref,
-                      const Double2 *matches) {
+                      const Double2 *matches, const Double2 *hyp_inverse, const Double2 *ref_inverse) {
     const double b2 = scoring->beta_squared;
     Double2 zero = d2_of(0.0), f_sum = zero, sp = zero, sr = zero;
     int effective_orders = 0;
@@ -44,10 +58,10 @@ Double2 chrf_score_of(const Scoring *scoring, int orders, const Double2 *hyp, co
         effective_orders++;
         if (matches[o].hi == 0.0) continue; /* adds 0 to every sum */
         if (scoring->per_order_f) {
-            f_sum = d2_add(f_sum, f_beta(b2, hyp[o], ref[o], matches[o]));
+            f_sum = d2_add_positive(f_sum, f_beta(b2, hyp[o], ref[o], matches[o]));
         } else {
-            sp = d2_add(sp, d2_div(matches[o], hyp[o]));
-            sr = d2_add(sr, d2_div(matches[o], ref[o]));
+            sp = d2_add_positive(sp, ratio(matches[o], hyp[o], hyp_inverse, o));
+            sr = d2_add_positive(sr, ratio(matches[o], ref[o], ref_inverse, o));
         }
     }
     if (scoring->per_order_f) /* 100 / orders * the sum of the orders' F (an order without matches adds 0) */
@@ -66,7 +80,7 @@ Double2 chrf_score(const Scoring *scoring, int orders, const double *hyp, const 
         values[orders + o] = d2_of(ref[o]);
         values[2 * orders + o] = d2_of(matches[o]);
     }
-    return chrf_score_of(scoring, orders, values, values + orders, values + 2 * orders);
+    return chrf_score_of(scoring, orders, values, values + orders, values + 2 * orders, NULL, NULL);
 }
 
 int flag(Flagged *flagged, size_t index) {
