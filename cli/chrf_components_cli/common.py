@@ -77,10 +77,13 @@ def open_inputs(*pairs: tuple[str, str]) -> list[LineFile]:
 
 
 AWS_EXTRA = {"aws_lambda_powertools": "aws-lambda-powertools", "yaml": "pyyaml", "boto3": "boto3",
-             "waitress": "waitress"}  # module -> the package the aws extra installs
+             "waitress": "waitress", "moto": "moto"}  # module -> the package the aws extra installs
 
 
-def need_aws_extra(command: str, modules: tuple[str, ...] = tuple(AWS_EXTRA)) -> None:
+SERVICE_MODULES = ("aws_lambda_powertools", "yaml", "boto3", "waitress")  # what running the functions needs
+
+
+def need_aws_extra(command: str, modules: tuple[str, ...] = SERVICE_MODULES) -> None:
     """The service's commands need the aws extra: say which, in one line, when it is not installed."""
     import importlib.util
 

@@ -6,8 +6,9 @@
                             [--seed S] [--json] [--html FILE]
     chrf-components request FILE|- [--url EXECUTE_URL | --function NAME_OR_ARN]
     chrf-components invoke EVENT_FILE [--function LOGICAL_ID] [--template PATH]
+    chrf-components invoke [LOGICAL_ID] -e EVENT_FILE [--template PATH]          (as sam local invoke)
     chrf-components serve [--port 3000] [--template PATH]
-    chrf-components pipeline run HYP REF --stack STACK_NAME [settings] [--json]
+    chrf-components pipeline run HYP REF (--stack STACK_NAME | --local) [settings] [--json]
 
 Exit codes: 0 done; 1 invalid input (a 400 or InvalidInputError) or a failed pipeline execution; 2 a problem
 with the command itself (usage, files, settings, output that cannot be written), always one line on stderr; 3 the
@@ -101,10 +102,14 @@ def build_parser() -> argparse.ArgumentParser:
     target.add_argument("--function", help="the deployed function's name or ARN: invoke it directly")
     request.set_defaults(run=service_commands.command_request)
 
-    invoke = commands.add_parser("invoke", help="run a Lambda handler on an event file, like sam local invoke")
-    invoke.add_argument("event_file", metavar="EVENT_FILE")
-    invoke.add_argument("--function", default="ChrfComponentsFunction", help="logical id in the template")
-    invoke.add_argument("--template", metavar="PATH", help="the SAM template (default: ./template.yaml)")
+    invoke = commands.add_parser("invoke", help="run a Lambda handler on an event file, like sam local invoke",
+                                 usage="%(prog)s EVENT_FILE [--function LOGICAL_ID] [--template PATH]\n"
+                                       "       %(prog)s [LOGICAL_ID] -e EVENT_FILE [--template PATH]")
+    invoke.add_argument("target", metavar="EVENT_FILE | LOGICAL_ID", nargs="?",
+                        help="the event file; with -e, the function's logical id (as sam local invoke)")
+    invoke.add_argument("-e", "--event", metavar="EVENT_FILE", help="the event file ('-' for stdin), as SAM's -e")
+    invoke.add_argument("--function", help="logical id in the template (default ChrfComponentsFunction)")
+    invoke.add_argument("--template", "-t", metavar="PATH", help="the SAM template (default: ./template.yaml)")
     invoke.set_defaults(run=service_commands.command_invoke)
 
     serve = commands.add_parser("serve", help="serve the API on 127.0.0.1, like sam local start-api (no Docker)")
@@ -119,12 +124,22 @@ def build_parser() -> argparse.ArgumentParser:
                        "or your AWS configuration)")
     serve.set_defaults(run=service_commands.command_serve)
 
-    pipeline = commands.add_parser("pipeline", help="the deployed corpus pipeline")
+    pipeline = commands.add_parser("pipeline", help="the corpus pipeline, deployed or on this machine")
     pipeline_commands = pipeline.add_subparsers(dest="pipeline_command", required=True, parser_class=Parser)
-    run = pipeline_commands.add_parser("run", help="score two files with the deployed pipeline and print the report")
-    run.add_argument("hyp_file", metavar="HYP_FILE")
-    run.add_argument("ref_file", metavar="REF_FILE")
-    run.add_argument("--stack", required=True, help="the deployed stack's name")
+    run = pipeline_commands.add_parser("run", help="score two files with the corpus pipeline and print the report",
+                                       usage="%(prog)s HYP_FILE REF_FILE (--stack STACK_NAME | --local) [settings] "
+                                             "[--json]")
+    run.add_argument("hyp_file", metavar="HYP_FILE", help="hypotheses, one segment per line")
+    run.add_argument("ref_file", metavar="REF_FILE", help="references, one segment per line")
+    where = run.add_mutually_exclusive_group(required=True)
+    where.add_argument("--stack", help="the deployed stack's name")
+    where.add_argument("--local", action="store_true",
+                       help="run the template's state machine on this machine: its functions as Lambda runs them, "
+                            "S3 on a local moto server, nothing deployed (see docs/deploy-and-pipelines.md)")
+    run.add_argument("--template", "-t", metavar="PATH", help="with --local: the SAM template (default: "
+                                                               "./template.yaml)")
+    run.add_argument("--log-file", metavar="FILE", help="with --local: write the functions' logs to FILE "
+                                                         "(as sam local --log-file; default: discarded)")
     add_settings(run, library=False)
     run.add_argument("--json", action="store_true", help="print the report as JSON")
     run.set_defaults(run=service_commands.command_pipeline_run)
@@ -137,7 +152,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exit_:
         return int(exit_.code or 0)
-    prog = f"chrf-components {args.command}"
+    prog = " ".join(["chrf-components", args.command, *([args.pipeline_command] if args.command == "pipeline" else [])])
     try:
         code: int = args.run(args)
         sys.stdout.flush()  # a full disk shows here at the latest, not at interpreter exit

@@ -17,6 +17,7 @@ import time
 import urllib.error
 import urllib.request
 import uuid
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -24,7 +25,7 @@ import chrf_core
 from chrf_core.contract import ITEM_KEYS
 
 from . import text
-from .lines import InputError, LineFile, aligned_chunks, plural
+from .lines import LineFile, aligned_chunks, plural
 
 TIMEOUT = 60
 CONNECT_TIMEOUT, READ_TIMEOUT, ATTEMPTS = 10, 60, 3  # AWS calls: seconds to connect, seconds per answer, tries
@@ -62,7 +63,7 @@ def _local_session(session: Any) -> Any:
     if has_credentials and session.region_name:
         return session
     placeholders = {} if has_credentials else LOCAL_CREDENTIALS
-    return boto3.session.Session(**placeholders, region_name=session.region_name or LOCAL_REGION,
+    return boto3.session.Session(**placeholders, region_name=region_of(session) or LOCAL_REGION,
                                  profile_name=session.profile_name if has_credentials else None)
 
 
@@ -70,10 +71,11 @@ def _lambda_client() -> Any:
     """A Lambda client for the configured endpoint (AWS_ENDPOINT_URL_LAMBDA, AWS_ENDPOINT_URL or the profile's
     endpoint_url, else AWS's); for one on this machine, placeholders where credentials or region are missing."""
     session = _session()
-    probe = _client(session, "lambda", session.region_name or LOCAL_REGION)  # made without credentials
+    probe = _client(session, "lambda", region_of(session) or LOCAL_REGION)  # made without credentials
     if is_loopback(urlsplit(probe.meta.endpoint_url).hostname or ""):
         return _client(_local_session(session), "lambda")
-    return _client(session, "lambda")
+    session, region = deployed_session()
+    return _client(session, "lambda", region)
 
 
 def _aws_problem(error: Exception) -> RemoteError:
@@ -98,7 +100,8 @@ def is_loopback(host: str) -> bool:
 
 def post_signed(url: str, body: bytes) -> tuple[int, str]:
     """POST ``body`` to the API, signed with SigV4 (service execute-api); the status and the response body."""
-    from chrf_components_local.sigv4 import region_of, sign
+    from chrf_components_local.sigv4 import region_of as region_of_url
+    from chrf_components_local.sigv4 import sign
 
     parts = urlsplit(url)
     if parts.scheme not in ("https", "http") or not parts.hostname:
@@ -111,7 +114,7 @@ def post_signed(url: str, body: bytes) -> tuple[int, str]:
     credentials = session.get_credentials()
     if credentials is None:
         raise RemoteError("no AWS credentials found (environment, ~/.aws, SSO or an instance role)")
-    region = region_of(url, session.region_name)
+    region = region_of_url(url, region_of(session))
     if not region:
         raise RemoteError("no AWS region: set AWS_REGION or use the API's execute-api URL")
     headers = sign("POST", url, body, credentials.get_frozen_credentials(), region,
@@ -143,9 +146,16 @@ def invoke_function(name: str, body: bytes) -> tuple[dict[str, Any], bool]:
     return payload, failed
 
 
-def stack_outputs(cloudformation: Any, stack: str) -> tuple[dict[str, str], dict[str, str]]:
+def stack_outputs(cloudformation: Any, stack: str, region: str) -> tuple[dict[str, str], dict[str, str]]:
+    """The stack's outputs and parameters; a stack that does not exist is one line naming it and the region."""
+    from botocore.exceptions import ClientError
+
     try:
         described = cloudformation.describe_stacks(StackName=stack)["Stacks"][0]
+    except ClientError as error:
+        if "does not exist" in str(error.response.get("Error", {}).get("Message", "")):
+            raise RemoteError(f"no stack {stack} in {region}: check --stack and the region (AWS_REGION)") from None
+        raise _aws_problem(error) from None
     except Exception as error:
         raise _aws_problem(error) from None
     outputs = {item["OutputKey"]: item["OutputValue"] for item in described.get("Outputs", [])}
@@ -154,22 +164,6 @@ def stack_outputs(cloudformation: Any, stack: str) -> tuple[dict[str, str], dict
     if missing:
         raise RemoteError(f"stack {stack} has no output {', '.join(missing)}: is it a chrf-components stack?")
     return outputs, parameters
-
-
-def write_jsonl(files: list[LineFile], target: Any) -> int:
-    """The files as the pipeline's JSON Lines; the number of segments. A segment too large for one request is
-    refused here, naming its line, rather than failing the execution later."""
-    segments = 0
-    for hypotheses, references in aligned_chunks(files):
-        for hypothesis, reference in zip(hypotheses, references):
-            segments += 1
-            size = chrf_core.utf8_size(hypothesis) + chrf_core.utf8_size(reference)
-            if size > chrf_core.MAX_TEXT_BYTES:
-                raise InputError(f"line {segments}: its texts take {size} UTF-8 bytes, more than the "
-                                  f"{chrf_core.MAX_TEXT_BYTES} a pipeline batch allows")
-            line = json.dumps(dict(zip(ITEM_KEYS, (hypothesis, reference))), ensure_ascii=False)
-            target.write(line.encode("utf-8") + b"\n")
-    return segments
 
 
 def _progress(stepfunctions: Any, execution: str, started: float) -> str:
@@ -185,6 +179,24 @@ def _progress(stepfunctions: Any, execution: str, started: float) -> str:
     return f"\rrunning for {time.monotonic() - started:.0f} s{detail}"
 
 
+def write_jsonl(files: list[LineFile], target: Any) -> int:
+    """The files as the pipeline's JSON Lines; the number of segments. A segment too large for any pipeline batch
+    is refused here, before anything is uploaded, with the error the pipeline gives (InvalidInputError naming its
+    line)."""
+    segments = 0
+    for hypotheses, references in aligned_chunks(files):
+        for hypothesis, reference in zip(hypotheses, references):
+            segments += 1
+            if chrf_core.utf8_size(hypothesis) + chrf_core.utf8_size(reference) > chrf_core.MAX_TEXT_BYTES:
+                try:
+                    chrf_core.service.check_texts([hypothesis], [reference])
+                except chrf_core.InvalidInputError as error:
+                    raise error.at_line(segments) from None
+            line = json.dumps(dict(zip(ITEM_KEYS, (hypothesis, reference))), ensure_ascii=False)
+            target.write(line.encode("utf-8") + b"\n")
+    return segments
+
+
 def failure_line(described: dict[str, Any]) -> str:
     """A failed execution's error and cause in one line (a Lambda error's message unwrapped)."""
     error, cause = described.get("error", "unknown error"), described.get("cause", "")
@@ -196,6 +208,62 @@ def failure_line(described: dict[str, Any]) -> str:
     return f"execution {described.get('status', 'FAILED')}: {error}: {' '.join(str(message).split())}"
 
 
+def _run_name() -> str:
+    return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + uuid.uuid4().hex[:8]
+
+
+def _execution_input(bucket: str, input_key: str, report_key: str, settings: chrf_core.CHRF) -> dict[str, Any]:
+    """The state machine's input, as `pipeline run` starts it (deployed or local)."""
+    return {"input": {"bucket": bucket, "key": input_key}, "settings": settings.as_dict(),
+            "output": {"bucket": bucket, "key": report_key}}
+
+
+def _show_progress() -> bool:
+    return sys.stderr is not None and sys.stderr.isatty()
+
+
+def _finish(described: dict[str, Any], s3: Any, bucket: str, report_key: str, as_json: bool,
+            say_where: bool = True) -> int:
+    """What `pipeline run` prints when the execution has ended: the report (its table, or the JSON as `score
+    --json` prints it), or the failure in one line (exit code 1)."""
+    if described["status"] != "SUCCEEDED":
+        print(f"chrf-components pipeline run: {failure_line(described)}", file=sys.stderr)
+        return 1
+    try:
+        report = json.loads(s3.get_object(Bucket=bucket, Key=report_key)["Body"].read())
+    except Exception as error:
+        raise _aws_problem(error) from None
+    if say_where:
+        print(f"report: s3://{bucket}/{report_key}", file=sys.stderr)
+    print(json.dumps(report, indent=2) if as_json else text.table(chrf_core.CHRF.report_from_dict(report)))
+    return 0
+
+
+def region_of(session: Any) -> str | None:
+    """The session's region, or AWS_REGION's (which the AWS CLI and the SDKs read too, boto3 alone does not)."""
+    import os
+
+    return session.region_name or os.environ.get("AWS_REGION") or None
+
+
+def deployed_session() -> tuple[Any, str]:
+    """The standard AWS chain's session and region; a missing region or missing credentials is one line saying
+    what to set."""
+    session = _session()
+    region = region_of(session)
+    if not region:
+        raise RemoteError("no AWS region: set AWS_REGION (or AWS_DEFAULT_REGION), or a region in ~/.aws/config "
+                          "(aws configure)")
+    try:
+        credentials = session.get_credentials()
+    except Exception as error:  # a profile that cannot be read, an SSO session that expired
+        raise RemoteError(f"cannot load AWS credentials: {_aws_problem(error)}") from None
+    if credentials is None:
+        raise RemoteError("no AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE, or "
+                          "run aws configure (or aws sso login)")
+    return session, region
+
+
 def run_pipeline(stack: str, files: list[LineFile], settings: chrf_core.CHRF, as_json: bool = False,
                  poll_seconds: float | None = None) -> int:
     """Upload two line-aligned files as JSON Lines, run the stack's corpus pipeline, print its report. The files are
@@ -203,30 +271,29 @@ def run_pipeline(stack: str, files: list[LineFile], settings: chrf_core.CHRF, as
     with tempfile.TemporaryFile() as jsonl:
         segments = write_jsonl(files, jsonl)
         jsonl.seek(0)
-        session = _session()
+        session, region = deployed_session()
         try:
-            cloudformation, s3 = _client(session, "cloudformation"), _client(session, "s3")
-            stepfunctions = _client(session, "stepfunctions")
+            cloudformation, s3 = _client(session, "cloudformation", region), _client(session, "s3", region)
+            stepfunctions = _client(session, "stepfunctions", region)
         except Exception as error:
             raise _aws_problem(error) from None
-        outputs, parameters = stack_outputs(cloudformation, stack)
+        outputs, parameters = stack_outputs(cloudformation, stack, region)
         bucket, machine = outputs["CorpusBucketName"], outputs["CorpusPipelineArn"]
-        run = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + uuid.uuid4().hex[:8]
+        run = _run_name()
         input_key = f"{parameters.get('InputPrefix') or 'inputs/'}{run}.jsonl"
         report_key = f"{parameters.get('ReportPrefix') or 'reports/'}{run}.json"
         try:
             s3.upload_fileobj(jsonl, bucket, input_key)
         except Exception as error:
             raise _aws_problem(error) from None
-    execution_input = {"input": {"bucket": bucket, "key": input_key}, "settings": settings.as_dict(),
-                       "output": {"bucket": bucket, "key": report_key}}
+    execution_input = _execution_input(bucket, input_key, report_key, settings)
     try:
         execution = stepfunctions.start_execution(stateMachineArn=machine, name=run,
                                                   input=json.dumps(execution_input))["executionArn"]
     except Exception as error:
         raise _aws_problem(error) from None
     print(f"uploaded {plural(segments, 'segment')} to s3://{bucket}/{input_key}; execution {run}", file=sys.stderr)
-    started, tty = time.monotonic(), sys.stderr.isatty()
+    started, tty = time.monotonic(), _show_progress()
     while True:
         try:
             described = stepfunctions.describe_execution(executionArn=execution)
@@ -240,13 +307,36 @@ def run_pipeline(stack: str, files: list[LineFile], settings: chrf_core.CHRF, as
         time.sleep(poll_seconds or POLL_SECONDS)
     if tty:
         sys.stderr.write("\r\x1b[K")
-    if described["status"] != "SUCCEEDED":
-        print(f"chrf-components pipeline run: {failure_line(described)}", file=sys.stderr)
-        return 1
-    try:
-        report = json.loads(s3.get_object(Bucket=bucket, Key=report_key)["Body"].read())
-    except Exception as error:
-        raise _aws_problem(error) from None
-    print(f"report: s3://{bucket}/{report_key}", file=sys.stderr)
-    print(json.dumps(report, indent=2) if as_json else text.table(chrf_core.CHRF.report_from_dict(report)))
-    return 0
+    return _finish(described, s3, bucket, report_key, as_json)
+
+
+def run_local_pipeline(files: list[LineFile], settings: chrf_core.CHRF, template: Path, as_json: bool = False,
+                       log: str | None = None) -> int:
+    """The same, on this machine with nothing deployed: the template's state machine run by the local runner, its
+    functions through `serve`'s Invoke API, S3 on a moto server, all on 127.0.0.1 and stopped at the end. Quiet
+    but for progress on a terminal (``batches 12/40``); the functions' logs go to ``log`` if given."""
+    from chrf_components_local.pipeline import LocalPipeline, PipelineError
+
+    tty = _show_progress()
+
+    def progress(done: int, total: int) -> None:
+        sys.stderr.write(f"\rbatches {done}/{total}")
+        sys.stderr.flush()
+
+    with tempfile.TemporaryFile() as jsonl:
+        write_jsonl(files, jsonl)
+        jsonl.seek(0)
+        try:
+            pipeline = LocalPipeline(template, progress=progress if tty else None, log=log)
+        except PipelineError as error:
+            raise RemoteError(f"{template}: {error}") from None
+        with pipeline:
+            run = _run_name()
+            input_key, report_key = f"{pipeline.input_prefix}{run}.jsonl", f"{pipeline.report_prefix}{run}.json"
+            pipeline.s3.upload_fileobj(jsonl, pipeline.bucket, input_key)
+            try:
+                execution = pipeline.execute(_execution_input(pipeline.bucket, input_key, report_key, settings), run)
+            finally:
+                if tty:
+                    sys.stderr.write("\r\x1b[K")
+            return _finish(execution.described(), pipeline.s3, pipeline.bucket, report_key, as_json, say_where=False)

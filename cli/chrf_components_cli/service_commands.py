@@ -10,7 +10,15 @@ from pathlib import Path
 
 import chrf_core
 
-from .common import EXIT_INVALID, EXIT_REMOTE, CommandError, need_aws_extra, open_inputs, settings_from
+from .common import (
+    EXIT_INVALID,
+    EXIT_REMOTE,
+    SERVICE_MODULES,
+    CommandError,
+    need_aws_extra,
+    open_inputs,
+    settings_from,
+)
 
 
 def read_bounded(name: str, limit: int) -> bytes:
@@ -59,25 +67,45 @@ def command_request(args: argparse.Namespace) -> int:
     return 0
 
 
+def invoke_target(args: argparse.Namespace) -> tuple[str, str]:
+    """(event file, function logical id) from either spelling: ``invoke EVENT_FILE [--function ID]`` or SAM's
+    ``invoke [ID] -e EVENT_FILE``."""
+    from chrf_components_local.template import DEFAULT_FUNCTION
+
+    if args.event is None:
+        if args.target is None:
+            raise CommandError("give the event file: invoke EVENT_FILE, or invoke [LOGICAL_ID] -e EVENT_FILE")
+        return args.target, args.function or DEFAULT_FUNCTION
+    if args.target is not None and args.function is not None:
+        raise CommandError("name the function once: invoke LOGICAL_ID -e EVENT_FILE, or --function LOGICAL_ID")
+    return args.event, args.target or args.function or DEFAULT_FUNCTION
+
+
 def command_invoke(args: argparse.Namespace) -> int:
     need_aws_extra("invoke", ("aws_lambda_powertools", "yaml"))
     import contextlib
 
     from chrf_components_local import template as sam_template
 
+    event_file, function = invoke_target(args)
     try:
         template = sam_template.find_template(args.template)
-        event = json.loads(Path(args.event_file).read_text(encoding="utf-8"))
+        if event_file == "-":
+            if sys.stdin is None:
+                raise CommandError("-: standard input is closed")
+            event = json.loads(sys.stdin.buffer.read(sam_template.API_GATEWAY_PAYLOAD_LIMIT + 1))
+        else:
+            event = json.loads(Path(event_file).read_text(encoding="utf-8"))
     except sam_template.TemplateError as error:
         raise CommandError(str(error)) from None
     except OSError as error:
-        raise CommandError(f"{args.event_file}: cannot read ({error.strerror or error})") from None
+        raise CommandError(f"{event_file}: cannot read ({error.strerror or error})") from None
     except ValueError as error:
-        raise CommandError(f"{args.event_file}: not a JSON event ({error})") from None
+        raise CommandError(f"{event_file}: not a JSON event ({error})") from None
     # Like `sam local invoke`: the function's logs and metrics go to stderr, the response alone to stdout.
     with contextlib.redirect_stdout(sys.stderr):
         try:
-            handler = sam_template.load_handler(args.function, template)
+            handler = sam_template.load_handler(function, template)
         except sam_template.TemplateError as error:
             raise CommandError(str(error)) from None
         result = sam_template.invoke(handler, event)
@@ -98,13 +126,32 @@ def command_serve(args: argparse.Namespace) -> int:
 
 
 def command_pipeline_run(args: argparse.Namespace) -> int:
-    need_aws_extra("pipeline run", ("boto3",))
+    if args.local:
+        need_aws_extra("pipeline run --local", (*SERVICE_MODULES, "moto"))
+    else:
+        need_aws_extra("pipeline run", ("boto3",))
+        for flag, value in (("--template", args.template), ("--log-file", args.log_file)):
+            if value is not None:
+                raise CommandError(f"{flag} goes with --local (a deployed stack has its own template and logs)")
     from . import remote
 
     settings = settings_from(args)
+    template = None
+    if args.local:
+        from chrf_components_local import template as sam_template
+
+        try:
+            template = sam_template.find_template(args.template)
+        except sam_template.TemplateError as error:
+            raise CommandError(str(error)) from None
     files = open_inputs((args.hyp_file, "HYP_FILE"), (args.ref_file, "REF_FILE"))
     try:
+        if template is not None:
+            return remote.run_local_pipeline(files, settings, template, as_json=args.json, log=args.log_file)
         return remote.run_pipeline(args.stack, files, settings, as_json=args.json)
+    except chrf_core.InvalidInputError as error:  # a line no pipeline batch can hold, found before the upload
+        print(f"chrf-components pipeline run: InvalidInputError: {error.message}", file=sys.stderr)
+        return EXIT_INVALID
     except remote.RemoteError as error:
         raise CommandError(str(error), EXIT_REMOTE) from None
     finally:

@@ -104,13 +104,20 @@ def _run(handler: Any, body: bytes, context: Any, request_id: str) -> tuple[str,
         return _runtime_error("Runtime.MarshalError", f"Unable to marshal response: {error}", request_id), True
 
 
-def _environment(template: str, logical_id: str, parent: int, connection: Any) -> None:
+def _environment(template: str, logical_id: str, parent: int, connection: Any, overrides: dict[str, str],
+                 log: str | None) -> None:
     """A worker process: load the function, then answer invocations until the connection closes."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if log is not None:  # the function's output to a log file instead of stderr (sam local --log-file)
+        descriptor = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        os.dup2(descriptor, 1)
+        os.dup2(descriptor, 2)
+        os.close(descriptor)
     threading.Thread(target=_exit_with_parent, args=(parent,), daemon=True).start()
     path = pathlib.Path(template)
     config = sam_template.function_config(sam_template.load_template(path), logical_id)
     os.environ.update(config.environment)
+    os.environ.update(overrides)
     tee = _Tee()
     sys.stdout = tee  # the function's logs and metrics (Powertools binds its stream at import)
     try:
@@ -143,11 +150,11 @@ class _Worker:
     """One execution environment: a worker process and the pipe to it. It starts loading its function at once;
     ``loaded`` waits for that."""
 
-    def __init__(self, template: pathlib.Path, logical_id: str) -> None:
+    def __init__(self, template: pathlib.Path, logical_id: str, overrides: dict[str, str], log: str | None) -> None:
         context = multiprocessing.get_context("spawn")
         self.connection, child = context.Pipe()
-        self.process = context.Process(target=_environment, args=(str(template), logical_id, os.getpid(), child),
-                                       daemon=True)
+        self.process = context.Process(target=_environment, daemon=True,
+                                       args=(str(template), logical_id, os.getpid(), child, overrides, log))
         self.ready = False
         self.load_error: tuple[str, str] | None = None  # (errorType, errorMessage) when loading raised
         try:
@@ -189,8 +196,11 @@ class RuntimeClosed(Exception):
 class Runtime:
     """One function's execution environments: up to ``workers`` side by side, started when first needed."""
 
-    def __init__(self, template: pathlib.Path, logical_id: str, workers: int) -> None:
+    def __init__(self, template: pathlib.Path, logical_id: str, workers: int,
+                 overrides: dict[str, str] | None = None, log: str | None = None) -> None:
         self.template, self.logical_id, self.workers = template, logical_id, workers
+        self.overrides = dict(overrides or {})  # environment variables over the template's (sam local --env-vars)
+        self.log = log  # a file for the functions' output instead of stderr (sam local --log-file)
         self.config = sam_template.function_config(sam_template.load_template(template), logical_id)
         self.available = threading.Condition()
         self.idle: list[_Worker] = []  # guarded by available
@@ -236,7 +246,7 @@ class Runtime:
             finally:
                 self.waiting -= synchronous
         try:
-            worker = _Worker(self.template, self.logical_id)
+            worker = _Worker(self.template, self.logical_id, self.overrides, self.log)
         except BaseException:
             with self.available:
                 self.count -= 1
@@ -370,14 +380,21 @@ class Runtime:
 
 
 class Functions:
-    """Every function of the template, each with its own execution environments."""
+    """Every function of the template, each with its own execution environments; ``overrides`` are environment
+    variables set over the template's in every function (as ``sam local --env-vars``); the functions in ``warm``
+    start their environments at once (by default the API function, which so answers its first request warm);
+    ``log`` is a file the functions' output goes to instead of stderr (as ``sam local --log-file``)."""
 
-    def __init__(self, template: pathlib.Path, workers: int) -> None:
+    def __init__(self, template: pathlib.Path, workers: int, overrides: dict[str, str] | None = None,
+                 warm: tuple[str, ...] = (sam_template.DEFAULT_FUNCTION,), log: str | None = None) -> None:
         data = sam_template.load_template(template)
-        # A template without the API function fails here, in one line, before any worker starts.
-        sam_template.function_paths(data, sam_template.DEFAULT_FUNCTION, template.parent)
-        self.runtimes = {name: Runtime(template, name, workers) for name in sam_template.function_names(data)}
-        self.runtimes[sam_template.DEFAULT_FUNCTION].warm()  # the API answers its first request warm
+        # A template without a function to warm fails here, in one line, before any worker starts.
+        for name in warm:
+            sam_template.function_paths(data, name, template.parent)
+        self.runtimes = {name: Runtime(template, name, workers, overrides, log)
+                         for name in sam_template.function_names(data)}
+        for name in warm:
+            self.runtimes[name].warm()
 
     def get(self, logical_id: str) -> Runtime | None:
         return self.runtimes.get(logical_id)

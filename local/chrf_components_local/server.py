@@ -19,6 +19,7 @@ SIGINT (Ctrl-C) and SIGTERM stop the server and every worker.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import pathlib
 import re
@@ -26,7 +27,7 @@ import signal
 import sys
 import time
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, TextIO
 from urllib.parse import unquote
 
 from chrf_core.contract import EXECUTE_PATH
@@ -64,8 +65,9 @@ class Gateway:
     with one escaped, text-free log line per request."""
 
     def __init__(self, functions: Functions, template: dict[str, Any], credentials: Any = None,
-                 region: str = "us-east-1") -> None:
+                 region: str = "us-east-1", log: TextIO | None = None) -> None:
         self.functions, self.credentials, self.region = functions, credentials, region
+        self.log = log  # None: the request lines go to stderr
         self.lambda_api = InvokeApi(functions, region)
         self.http_api = HttpApi(functions, template)
 
@@ -86,8 +88,9 @@ class Gateway:
                 lambda: self.refused(method, target, headers, body, "execute-api"))
         start_response(f"{status} {STATUS_TEXT.get(status, 'Status')}",
                        [*response_headers, ("Content-Length", str(len(data)))])
-        sys.stderr.write(f"{time.strftime('%H:%M:%S')} {environ.get('REMOTE_ADDR', '')} "
-                         f"\"{escaped(method, 16)} {escaped(target)}\" {status} {len(data)}\n")
+        with contextlib.suppress(ValueError):  # a log file closed as the server stops
+            (self.log or sys.stderr).write(f"{time.strftime('%H:%M:%S')} {environ.get('REMOTE_ADDR', '')} "
+                           f"\"{escaped(method, 16)} {escaped(target)}\" {status} {len(data)}\n")
         return [data]
 
     def refused(self, method: str, target: str, headers: dict[str, str], body: bytes, service: str) -> Any:
@@ -132,6 +135,7 @@ class LocalServer:
         import waitress
 
         self.functions, self.region = functions, gateway.region
+        self.log_stream: TextIO | None = None
         try:
             self.waitress = waitress.create_server(
                 gateway, host=host, port=port, threads=threads, connection_limit=CONNECTION_LIMIT, backlog=BACKLOG,
@@ -156,18 +160,22 @@ class LocalServer:
         server.task_dispatcher.shutdown()
 
     def server_close(self) -> None:
-        """Stop the function's workers."""
+        """Stop the function's workers (and close the log file, if there is one)."""
         self.functions.close()
+        if self.log_stream is not None:
+            self.log_stream.close()
 
 
 def make_server(host: str = "127.0.0.1", port: int = 3000, template: pathlib.Path | None = None,
                 workers: int = 2, iam: bool = False, region: str | None = None,
-                idle_timeout: int = CONNECTION_TIMEOUT) -> LocalServer:
+                idle_timeout: int = CONNECTION_TIMEOUT, overrides: dict[str, str] | None = None,
+                warm: tuple[str, ...] = (sam_template.DEFAULT_FUNCTION,), log: str | None = None) -> LocalServer:
     """A server bound to host:port (port 0 picks a free one), with its function workers started, not yet serving.
 
     The functions live in ``region`` (default: the AWS chain's, else us-east-1), which ARNs must name. With
     ``iam``, requests must be signed for it (service execute-api, or lambda for the Invoke API) with the credentials
-    of the standard AWS chain, including their session token if they have one."""
+    of the standard AWS chain, including their session token if they have one. ``overrides``, ``warm`` and ``log``
+    (also for the server's own request lines): as for runtime.Functions."""
     if workers < 1:
         raise ServeError("--workers must be at least 1")
     import botocore.session
@@ -183,14 +191,19 @@ def make_server(host: str = "127.0.0.1", port: int = 3000, template: pathlib.Pat
             raise ServeError("--iam needs a region to check signatures' scope against: --region or AWS_REGION")
     region = region or session.get_config_variable("region") or "us-east-1"
     path = template or sam_template.find_template()
-    functions = Functions(path, workers)
+    functions = Functions(path, workers, overrides, warm, log)
+    log_stream = open(log, "a", encoding="utf-8") if log else None  # noqa: SIM115 (closed by server_close)
     try:
-        return LocalServer(host, port, functions,
-                           Gateway(functions, sam_template.load_template(path), credentials, region),
-                           max(4, 2 * workers), idle_timeout)
+        server = LocalServer(host, port, functions,
+                             Gateway(functions, sam_template.load_template(path), credentials, region, log_stream),
+                             max(4, 2 * workers), idle_timeout)
     except BaseException:
         functions.close()
+        if log_stream:
+            log_stream.close()
         raise
+    server.log_stream = log_stream
+    return server
 
 
 def _stopper(server: LocalServer) -> Callable[[int, Any], None]:
