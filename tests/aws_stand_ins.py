@@ -1,7 +1,7 @@
 """AWS for tests, without network or account: moto, with the few things moto lacks filled in.
 
-* DescribeMapRun for Map runs that the Distributed Map stand-in (tests/pipeline/distributed_map.py) ran: they are
-  recorded in MAP_RUNS.
+* DescribeMapRun for the Map Runs the local runner ran in this process (RUNNER_MAP_RUNS, tests/pipeline/local_runner.py)
+  and for those a test records by hand (MAP_RUNS).
 * moto's Step Functions item reader reads JSON Lines too (the pipeline's input format), not just JSON arrays.
 """
 
@@ -18,7 +18,16 @@ FAKE_ENVIRONMENT = {
     "AWS_DEFAULT_REGION": "us-east-1",
     "AWS_REGION": "us-east-1",
 }
-MAP_RUNS: dict[str, dict] = {}  # what DescribeMapRun reports for each stand-in Map run
+MAP_RUNS: dict[str, dict] = {}  # what DescribeMapRun reports for Map Runs a test made up
+
+
+def _runner_map_runs():
+    from chrf_components_local.states import MapRuns
+
+    return MapRuns()
+
+
+RUNNER_MAP_RUNS = _runner_map_runs()  # the Map Runs of the local runner's executions in this process
 
 
 def _reads_json_lines(original):
@@ -47,7 +56,7 @@ def moto_aws(**config):
     )
 
     def describe_map_run(self, map_run_arn):
-        return MAP_RUNS[map_run_arn]
+        return MAP_RUNS.get(map_run_arn) or RUNNER_MAP_RUNS.describe(map_run_arn)
 
     with mock.patch.dict(os.environ, FAKE_ENVIRONMENT), \
             mock.patch.object(StepFunctionBackend, "describe_map_run", describe_map_run), \
@@ -139,16 +148,3 @@ def moto_pipeline(handlers, definition, stack_name="chrf-test", api_handler=None
         boto3.client("cloudformation").create_stack(StackName=stack_name, TemplateBody=STACK_TEMPLATE % machine)
         yield {"bucket": "corpus", "machine": machine, "stack": stack_name, "s3": s3,
                "function": arns.get("chrf-components-api")}
-
-
-def through_invoke_api(client, name):
-    """A Lambda task as Step Functions runs it: invoke, and a function error raised under its errorType."""
-
-    def task(event, context):
-        response = client.invoke(FunctionName=name, Payload=json.dumps(event).encode())
-        payload = json.loads(response["Payload"].read())
-        if response.get("FunctionError"):
-            raise type(payload["errorType"], (Exception,), {})(payload["errorMessage"])
-        return payload
-
-    return task

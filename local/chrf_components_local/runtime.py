@@ -87,7 +87,7 @@ def _runtime_error(error_type: str, message: str, request_id: str) -> str:
     return json.dumps({"errorMessage": message, "errorType": error_type, "requestId": request_id, "stackTrace": []})
 
 
-def _run(handler: Any, body: bytes, context: Any, request_id: str) -> tuple[str, bool]:
+def run_invocation(handler: Any, body: bytes, context: Any, request_id: str) -> tuple[str, bool]:
     """One invocation as the Lambda runtime runs it: parse the payload, call the handler, serialise its result."""
     try:
         event = json.loads(body)
@@ -138,7 +138,7 @@ def _environment(template: str, logical_id: str, parent: int, connection: Any, o
         started = time.monotonic()
         print(f"START RequestId: {request_id} Version: $LATEST")
         context = sam_template.LambdaContext(logical_id, config.memory_mb, config.timeout, request_id)
-        payload, failed = _run(handler, body, context, request_id)
+        payload, failed = run_invocation(handler, body, context, request_id)
         elapsed = (time.monotonic() - started) * 1000
         print(f"END RequestId: {request_id}")
         print(f"REPORT RequestId: {request_id}\tDuration: {elapsed:.2f} ms\tMemory Size: {config.memory_mb} MB")

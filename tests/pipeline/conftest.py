@@ -12,10 +12,13 @@ def aws():
 
 @pytest.fixture
 def s3(aws):
+    """moto's S3 with the input bucket and the bucket ResultWriter writes to (the definition's CorpusBucket)."""
     import boto3
+    from local_runner import RESULTS_BUCKET
 
     client = boto3.client("s3", region_name="us-east-1")
     client.create_bucket(Bucket="corpus")
+    client.create_bucket(Bucket=RESULTS_BUCKET)
     return client
 
 

@@ -1,4 +1,5 @@
-"""The batch and merge functions against moto S3, driven the way the Distributed Map drives them."""
+"""The batch and merge functions against moto S3, driven by the state machine's own definition (the local runner:
+tests/pipeline/local_runner.py), and the merge's proofs on results made by hand."""
 
 import json
 import random
@@ -6,15 +7,14 @@ import re
 
 import chrf_core
 import lambda_handlers
+import local_runner
 import pytest
 from aws_stand_ins import MAP_RUNS
-from distributed_map import DEFINITION_PATH, run_map
 from hypothesis import given, settings
 from jsonschema import Draft202012Validator
 from naive_chrf import naive_score
 from support import ROOT, requests_strategy
 
-DEFINITION = json.loads((ROOT / DEFINITION_PATH).read_text(encoding="utf-8"))
 CORPUS_SCHEMA = Draft202012Validator(json.loads((ROOT / "spec" / "corpus-report.schema.json").read_text()))
 DATA = ROOT / "tests" / "data" / "popovic"
 
@@ -24,17 +24,15 @@ def put_jsonl(s3, key, pairs, extra_lines=()):
     s3.put_object(Bucket="corpus", Key=key, Body=("\n".join([*lines, *extra_lines]) + "\n").encode("utf-8"))
 
 
+def handlers_by_name(pipeline_handlers):
+    return dict(zip(("ScoreBatchFunction", "MergeReportFunction"), pipeline_handlers))
+
+
 def run_pipeline(s3, handlers, pairs, settings_=None, extra_lines=()):
-    score_batch, merge_report = handlers
+    """One execution of the state machine on these pairs (plus raw JSON Lines): the Execution."""
     put_jsonl(s3, "inputs/test.jsonl", pairs, extra_lines)
-    execution_input = {
-        "input": {"bucket": "corpus", "key": "inputs/test.jsonl"},
-        "settings": settings_ or {},
-        "output": {"bucket": "corpus", "key": "reports/test.json"},
-    }
-    context = lambda_handlers.LambdaContext()
-    map_result = run_map(s3, score_batch, context, execution_input, "corpus", "map-results", DEFINITION)
-    return merge_report({**execution_input, "map_result": map_result}, context)
+    machine = local_runner.machine(s3, local_runner.in_process(handlers_by_name(handlers)))
+    return machine.execute(local_runner.execution_input(settings_))
 
 
 def real_pairs(count):
@@ -50,14 +48,15 @@ def real_pairs(count):
 def test_pipeline_report_in_s3_equals_scoring_the_whole_test_set_at_once(s3, pipeline_handlers):
     pairs = real_pairs(600)  # several batches: 256 items or 64 KB, whichever comes first
     request_settings = {"word_order": 2, "beta": 2}
-    result = run_pipeline(s3, pipeline_handlers, pairs, request_settings)
+    execution = run_pipeline(s3, pipeline_handlers, pairs, request_settings)
     report = json.loads(s3.get_object(Bucket="corpus", Key="reports/test.json")["Body"].read())
     hyps, refs = [h for h, _ in pairs], [r for _, r in pairs]
     direct = chrf_core.CHRF(**request_settings).corpus_score(hyps, [refs]).to_dict()
     assert report == direct == chrf_core.corpus_report(iter(hyps), iter(refs), **request_settings).to_dict()
     assert report["segment_count"] == 600
-    assert result == {"report": {"bucket": "corpus", "key": "reports/test.json"}, "segment_count": 600,
-                      "score": direct["score"]}
+    assert execution.status == "SUCCEEDED", execution
+    assert json.loads(execution.output) == {"report": {"bucket": "corpus", "key": "reports/test.json"},
+                                            "segment_count": 600, "score": direct["score"]}
     CORPUS_SCHEMA.validate(report)
 
 
@@ -71,8 +70,11 @@ def test_pipeline_equals_single_request_on_generated_unicode(pipeline_handlers, 
 
         s3 = boto3.client("s3", region_name="us-east-1")
         s3.create_bucket(Bucket="corpus")
+        s3.create_bucket(Bucket=local_runner.RESULTS_BUCKET)
         request_settings = {k: v for k, v in request.items() if k not in ("hypotheses", "references")}
-        run_pipeline(s3, pipeline_handlers, list(zip(request["hypotheses"], request["references"])), request_settings)
+        execution = run_pipeline(s3, pipeline_handlers, list(zip(request["hypotheses"], request["references"])),
+                                 request_settings)
+        assert execution.status == "SUCCEEDED", execution
         report = json.loads(s3.get_object(Bucket="corpus", Key="reports/test.json")["Body"].read())
     assert report == chrf_core.score(request) == naive_score(request)
 
@@ -102,11 +104,11 @@ def test_invalid_line_fails_with_invalid_input_error_naming_it_and_writes_no_rep
     s3, pipeline_handlers, bad_line, field, message
 ):
     pairs = real_pairs(300)
-    with pytest.raises(Exception) as caught:
-        run_pipeline(s3, pipeline_handlers, pairs, extra_lines=[bad_line, '{"hypothesis": "x", "reference": "y"}'])
-    assert type(caught.value).__name__ == "InvalidInputError"
-    assert caught.value.field == field and caught.value.message.startswith(message), caught.value.message
-    assert caught.value.line == 301 and json.loads(str(caught.value))["line"] == 301
+    execution = run_pipeline(s3, pipeline_handlers, pairs,
+                             extra_lines=[bad_line, '{"hypothesis": "x", "reference": "y"}'])
+    body = local_runner.error_body(execution)
+    assert body["field"] == field and body["message"].startswith(message), body
+    assert body["line"] == 301
     assert "Contents" not in s3.list_objects_v2(Bucket="corpus", Prefix="reports/")
 
 
@@ -116,23 +118,18 @@ def test_of_several_invalid_lines_in_different_batches_the_first_is_reported(s3,
     lines[650] = '{"hypothesis": null, "reference": "b"}'
     lines[420] = '{"reference": "b"}'
     s3.put_object(Bucket="corpus", Key="inputs/test.jsonl", Body="\n".join(lines).encode("utf-8"))
-    score_batch, merge_report = pipeline_handlers
-    execution_input = {"input": {"bucket": "corpus", "key": "inputs/test.jsonl"}, "settings": {},
-                       "output": {"bucket": "corpus", "key": "reports/test.json"}}
-    context = lambda_handlers.LambdaContext()
-    map_result = run_map(s3, score_batch, context, execution_input, "corpus", "map-results", DEFINITION)
-    with pytest.raises(Exception) as caught:
-        merge_report({**execution_input, "map_result": map_result}, context)
-    assert caught.value.message.startswith("line 421: ") and caught.value.line == 421
+    invoke = local_runner.in_process(handlers_by_name(pipeline_handlers))
+    execution = local_runner.machine(s3, invoke).execute(local_runner.execution_input())
+    body = local_runner.error_body(execution)
+    assert body["message"].startswith("line 421: ") and body["line"] == 421
+    batches = [[item["line"] for item in payload["Items"]] for name, payload in invoke.calls
+               if name == "ScoreBatchFunction"]
+    assert [number for number, lines in enumerate(batches) if 420 in lines or 650 in lines] == [2, 3]
 
 
 def test_invalid_settings_fail_the_execution_naming_the_setting(s3, pipeline_handlers):
-    with pytest.raises(Exception) as caught:
-        run_pipeline(s3, pipeline_handlers, real_pairs(3), {"beta": 0})
-    assert type(caught.value).__name__ == "InvalidInputError" and caught.value.field == "beta"
-    with pytest.raises(Exception) as caught:
-        run_pipeline(s3, pipeline_handlers, real_pairs(3), {"bogus": 1})
-    assert caught.value.field == "bogus"
+    assert local_runner.error_body(run_pipeline(s3, pipeline_handlers, real_pairs(3), {"beta": 0}))["field"] == "beta"
+    assert local_runner.error_body(run_pipeline(s3, pipeline_handlers, real_pairs(3), {"bogus": 1}))["field"] == "bogus"
 
 
 def test_a_setting_key_of_lone_surrogates_fails_with_a_deliverable_error(pipeline_handlers):
@@ -147,9 +144,7 @@ def test_a_setting_key_of_lone_surrogates_fails_with_a_deliverable_error(pipelin
 
 
 def test_empty_jsonl_object_is_invalid_input(s3, pipeline_handlers):
-    with pytest.raises(Exception) as caught:
-        run_pipeline(s3, pipeline_handlers, [])
-    assert "holds no segments" in caught.value.message
+    assert "holds no segments" in local_runner.error_body(run_pipeline(s3, pipeline_handlers, []))["message"]
 
 
 # ---- the merge proves the report covers the input exactly once ------------------------------------------------

@@ -1,24 +1,16 @@
-"""The state machine: its definition as deployed, the template's least-privilege wiring, and an execution in moto.
-
-moto's Step Functions engine runs definitions, but rejects ItemBatcher, the JSONL input type, EXPRESS child
-executions and ToleratedFailurePercentage, writes ResultWriter manifests without result files, and runs no
-Lambda code without Docker. The execution test therefore runs a variant (one-item batches built by ItemSelector,
-a JSON item file, results inline), with moto's Lambda invocation patched to call our real handlers; everything
-else (Lambda tasks, the child Catch, MergeReport, the Fail state's ErrorPath/CausePath, S3) is exercised as is.
+"""The state machine: its definition as deployed and the template's least-privilege wiring. Executions of the
+definition itself run on the local runner (test_local_runner.py, test_pipeline_functions.py, test_local_pipeline.py).
 """
 
 import json
 import re
-import time
 
-import aws_stand_ins
 import chrf_core
-import pytest
-from distributed_map import DEFINITION_PATH
 from support import ROOT
 
 from chrf_components_local import template as sam_template
 
+DEFINITION_PATH = "statemachine/corpus_pipeline.asl.json"
 DEFINITION = json.loads((ROOT / DEFINITION_PATH).read_text(encoding="utf-8"))
 TEMPLATE = sam_template.load_template(ROOT / "template.yaml")
 MAP = DEFINITION["States"]["ScoreSegments"]
@@ -85,50 +77,3 @@ def test_state_machine_policies_are_least_privilege():
     describe = next(s for s in merge_statements if s["Action"] == "states:DescribeMapRun")
     assert ":mapRun:${AWS::StackName}-corpus-pipeline/*" in describe["Resource"]["Fn::Sub"]
     assert "Policies" not in resources["ScoreBatchFunction"]["Properties"]  # no AWS access at all
-
-
-@pytest.fixture
-def moto_pipeline(pipeline_handlers):
-    """Run executions of the state machine (moto's variant) whose Lambda tasks reach the real handlers."""
-    import boto3
-
-    with aws_stand_ins.moto_pipeline(pipeline_handlers, DEFINITION) as deployed:
-        stepfunctions, s3 = boto3.client("stepfunctions"), deployed["s3"]
-
-        def execute(items, settings):
-            body = "\n".join(json.dumps(item, ensure_ascii=False) for item in items) + "\n"
-            s3.put_object(Bucket="corpus", Key="inputs/test.jsonl", Body=body.encode("utf-8"))
-            execution_input = {"input": {"bucket": "corpus", "key": "inputs/test.jsonl"}, "settings": settings,
-                               "output": {"bucket": "corpus", "key": "reports/test.json"}}
-            arn = stepfunctions.start_execution(stateMachineArn=deployed["machine"],
-                                                input=json.dumps(execution_input))["executionArn"]
-            for _ in range(600):
-                described = stepfunctions.describe_execution(executionArn=arn)
-                if described["status"] != "RUNNING":
-                    return described, s3
-                time.sleep(0.05)
-            raise AssertionError("execution did not finish")
-
-        yield execute
-
-
-def test_execution_in_moto_writes_the_exact_report(moto_pipeline):
-    pairs = [("the cat sat on the mat", "the cat sat on a mat"), ("Grüße, Welt!", "Grüß die Welt!"),
-             ("你好世界", "你好，世界"), ("שלום עולם", "שלום לעולם")]
-    described, s3 = moto_pipeline([{"hypothesis": h, "reference": r} for h, r in pairs], {"word_order": 2})
-    assert described["status"] == "SUCCEEDED", described.get("cause")
-    report = json.loads(s3.get_object(Bucket="corpus", Key="reports/test.json")["Body"].read())
-    request = {"hypotheses": [h for h, _ in pairs], "references": [r for _, r in pairs], "word_order": 2}
-    assert report == chrf_core.score(request)
-    assert json.loads(described["output"])["score"] == report["score"]
-
-
-def test_execution_in_moto_fails_with_invalid_input_error_naming_the_line_and_writes_nothing(moto_pipeline):
-    items = [{"hypothesis": "a b", "reference": "a c"}, {"hypothesis": "x", "reference": 7}]
-    described, s3 = moto_pipeline(items, {})
-    assert described["status"] == "FAILED"
-    assert described["error"] == "InvalidInputError"
-    cause = json.loads(json.loads(described["cause"])["errorMessage"])
-    assert cause == {"code": "invalid_input", "field": "references",
-                     "message": "line 2 (reference): must be a string", "line": 2}
-    assert "Contents" not in s3.list_objects_v2(Bucket="corpus", Prefix="reports/")

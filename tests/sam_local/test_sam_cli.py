@@ -8,7 +8,8 @@
 * One warm `sam local start-api` and `serve`'s HTTP API get the same requests: the same status and body, where SAM
   does what API Gateway does (SAM does not check IAM: the tests run `serve` without --iam, and
   tests/cli/test_serve_iam.py pins what AWS does with signatures).
-* The corpus pipeline with invalid input fails through SAM as it does on AWS: InvalidInputError naming the line.
+* The corpus pipeline (its own definition, on the local runner) with invalid input fails through SAM as it does on
+  AWS: InvalidInputError naming the line.
 """
 
 import http.client
@@ -22,7 +23,6 @@ from urllib.parse import urlsplit
 import boto3
 import harness
 import pytest
-from aws_stand_ins import through_invoke_api
 from botocore.config import Config
 from payloads import real_pairs
 from support import ROOT
@@ -233,23 +233,34 @@ def test_a_cors_preflight_is_answered_by_the_gateway_in_serve_and_in_start_api(s
 @pytest.mark.parametrize("through", ["sam", "serve"])
 def test_the_corpus_pipeline_with_invalid_input_fails_naming_the_line_through_sam_as_on_aws(sam_lambda, serve,
                                                                                          through):
-    """The Distributed Map stand-in's tasks through start-lambda (the Map's list output: the functions in
-    containers do not reach a moto server on the host's loopback)."""
-    sys.path.insert(0, str(ROOT / "tests" / "pipeline"))
-    from distributed_map import DEFINITION_PATH, batches, run_child
+    """The state machine's own definition on the local runner (`pipeline run --local`'s), its ScoreBatch tasks
+    through start-lambda (or `serve`), the rest as `pipeline run --local` runs it (the merge reads S3 on this
+    machine's loopback, which functions in SAM's containers do not reach)."""
+    from chrf_components_local import states
+    from chrf_components_local.pipeline import LocalPipeline
 
-    batcher = json.loads((ROOT / DEFINITION_PATH).read_text(encoding="utf-8"))["States"]["ScoreSegments"][
-        "ItemBatcher"]
-    client = lambda_client(sam_lambda if through == "sam" else serve)
     items = [{"hypothesis": f"the cat sat {k}", "reference": "the cat sat down"} for k in range(600)]
     items[400] = {"hypothesis": 5, "reference": "a"}
-    outputs = [run_child(through_invoke_api(client, "ScoreBatchFunction"), None, batch, {"word_order": 2})
-               for batch in batches(items, batcher["MaxItemsPerBatch"], batcher["MaxInputBytesPerBatch"])]
-    assert sum("invalid_input" in output for output in outputs) == 1
-    execution = {"input": {"bucket": "corpus", "key": "inputs/x.jsonl"}, "settings": {"word_order": 2},
-                 "output": {"bucket": "corpus", "key": "reports/x.json"}, "map_result": outputs}
-    with pytest.raises(Exception) as caught:
-        through_invoke_api(client, "MergeReportFunction")(execution, None)
-    assert type(caught.value).__name__ == "InvalidInputError"
-    assert json.loads(str(caught.value)) == {"code": "invalid_input", "field": "hypotheses", "line": 401,
-                                             "message": "line 401 (hypothesis): must be a string"}
+    with LocalPipeline(ROOT / "template.yaml", workers=2) as local:
+        own, elsewhere = local.machine.services.lambda_invoke, states.invoke_api(
+            lambda_client(sam_lambda if through == "sam" else serve))
+        batches = []
+
+        def routed(function, payload):
+            if function.endswith(":function:ScoreBatchFunction"):
+                batches.append(payload)
+                return elsewhere("ScoreBatchFunction", payload)
+            return own(function, payload)
+
+        local.machine = states.StateMachine(local.definition, local.name,
+                                            local.machine.services._replace(lambda_invoke=routed))
+        body = "\n".join(json.dumps(item) for item in items).encode()
+        local.s3.put_object(Bucket=local.bucket, Key="inputs/x.jsonl", Body=body)
+        execution = local.execute({"input": {"bucket": local.bucket, "key": "inputs/x.jsonl"},
+                                   "settings": {"word_order": 2},
+                                   "output": {"bucket": local.bucket, "key": "reports/x.json"}}, "sam")
+    assert len(batches) == 3
+    assert (execution.status, execution.error) == ("FAILED", "InvalidInputError")
+    assert json.loads(json.loads(execution.cause)["errorMessage"]) == {
+        "code": "invalid_input", "field": "hypotheses", "line": 401,
+        "message": "line 401 (hypothesis): must be a string"}

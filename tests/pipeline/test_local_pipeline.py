@@ -1,0 +1,123 @@
+"""`chrf-components pipeline run --local` as a pipeline engineer runs it on a laptop: the installed command, no AWS
+account, no AWS_* variables, from the project folder. The report equals `chrf-components score --json` byte for byte
+(chrF and chrF++, a 3,000-line test set of real MT output in four languages); an invalid line is InvalidInputError
+naming it with exit code 1 and no report; a failed execution is one line; progress shows on a terminal only; the
+functions' logs go to --log-file; nothing is left running."""
+
+import contextlib
+import json
+import os
+import pty
+import subprocess
+import sys
+from pathlib import Path
+
+import chrf_core
+import pytest
+from processes import alive, children_of
+from support import ROOT
+
+CLI = Path(sys.executable).parent / "chrf-components"
+DATA = ROOT / "tests" / "data" / "popovic"
+
+
+@pytest.fixture(scope="module")
+def test_set(tmp_path_factory):
+    """3,000 line-aligned segments (the bundled real data, 75 times over) as HYP and REF files."""
+    folder = tmp_path_factory.mktemp("test-set")
+    for side in ("hyp", "ref"):
+        lines = []
+        for language in ("en", "cs", "ru", "zh"):
+            lines += (DATA / f"example.{side}.{language}").read_text(encoding="utf-8").splitlines() * 75
+        (folder / side).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert len(lines) == 3000
+    return folder / "hyp", folder / "ref"
+
+
+def new_user_environment(home):
+    environment = {name: value for name, value in os.environ.items() if not name.startswith("AWS_")}
+    environment.update(HOME=str(home), AWS_CONFIG_FILE=str(home / "none"), AWS_SHARED_CREDENTIALS_FILE=str(home / "no"))
+    return environment
+
+
+def cli(tmp_path, *arguments, **options):
+    return subprocess.run([str(CLI), *map(str, arguments)], cwd=ROOT, env=new_user_environment(tmp_path),
+                          capture_output=True, timeout=300, **options)
+
+
+@pytest.mark.parametrize("settings", [[], ["--word-order", "2"]], ids=["chrF", "chrF++"])
+def test_the_local_pipeline_prints_the_report_score_json_prints_byte_for_byte(tmp_path, test_set, settings):
+    local = cli(tmp_path, "pipeline", "run", *test_set, "--local", *settings, "--json")
+    assert local.returncode == 0, local.stderr.decode()[-2000:]
+    assert local.stderr == b""  # quiet when not on a terminal
+    score = cli(tmp_path, "score", *test_set, *settings, "--json")
+    assert local.stdout == score.stdout
+    report = json.loads(local.stdout)
+    assert report["segment_count"] == 3000 and report["word_order"] == (2 if settings else 0)
+
+
+def test_a_line_no_batch_can_hold_is_invalid_input_naming_it_with_exit_code_1_and_no_report(tmp_path, test_set):
+    for side, size in (("hyp", 40_000), ("ref", 30_000)):
+        lines = test_set[side == "ref"].read_text(encoding="utf-8").splitlines()
+        lines[1233] = "a" * size
+        (tmp_path / side).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    done = cli(tmp_path, "pipeline", "run", tmp_path / "hyp", tmp_path / "ref", "--local", "--json")
+    assert done.returncode == 1 and done.stdout == b""
+    assert done.stderr.decode() == ("chrf-components pipeline run: InvalidInputError: line 1234: all texts together "
+                                    "must be at most 65536 UTF-8 bytes, got 70000\n")
+
+
+def test_a_failed_execution_is_one_line_with_exit_code_1(capsys, tmp_path):
+    """Settings the command line would refuse, sent anyway: the local functions reject them in every batch, the
+    Map's Catch sends the execution to its Fail state, and the error and cause are printed in one line."""
+    from chrf_components_cli import remote
+    from chrf_components_cli.lines import LineFile
+
+    (tmp_path / "h").write_text("a b\nc d\n", encoding="utf-8")
+    (tmp_path / "r").write_text("a b\nc e\n", encoding="utf-8")
+    files = [LineFile(str(tmp_path / "h"), "HYP_FILE"), LineFile(str(tmp_path / "r"), "REF_FILE")]
+    unchecked = type("Unchecked", (), {"as_dict": lambda self: {**chrf_core.CHRF().as_dict(), "beta": 0}})()
+    assert remote.run_local_pipeline(files, unchecked, ROOT / "template.yaml") == 1
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err == ("chrf-components pipeline run: execution FAILED: "
+                                                   "InvalidInputError: beta: must be an integer from 1 to 16, got 0\n")
+
+
+def test_progress_shows_on_a_terminal_and_the_functions_logs_go_to_the_log_file(tmp_path, test_set):
+    controller, terminal = pty.openpty()
+    try:
+        done = subprocess.run([str(CLI), "pipeline", "run", *map(str, test_set), "--local", "--log-file",
+                               str(tmp_path / "functions.log")], cwd=ROOT, env=new_user_environment(tmp_path),
+                              stdout=subprocess.PIPE, stderr=terminal, timeout=300)
+        os.close(terminal)
+        shown = b""
+        while True:
+            try:
+                chunk = os.read(controller, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            shown += chunk
+    finally:
+        os.close(controller)
+    assert done.returncode == 0 and done.stdout.decode().startswith("chrF2 = 48.867556   (3000 segments")
+    steps = shown.decode().split("\r")
+    assert "batches 1/18" in steps and "batches 18/18" in steps and steps[-1] == "\x1b[K"
+    log = (tmp_path / "functions.log").read_text(encoding="utf-8")
+    assert '"message":"batch scored"' in log and '"message":"report written"' in log and "REPORT RequestId" in log
+    assert "/2015-03-31/functions/" in log  # the Invoke API's request lines too
+
+
+def test_nothing_is_left_running_after_a_local_run(tmp_path, test_set):
+    process = subprocess.Popen([str(CLI), "pipeline", "run", *map(str, test_set), "--local", "--json"], cwd=ROOT,
+                               env=new_user_environment(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    descendants = set()
+    while process.poll() is None:
+        descendants |= children_of(process.pid)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(0.2)
+    out, _ = process.communicate()
+    assert process.returncode == 0 and json.loads(out)["segment_count"] == 3000
+    assert len(descendants) >= 2  # the functions' execution environments
+    assert not [pid for pid in descendants if alive(pid)]

@@ -1,0 +1,456 @@
+"""The local runner (chrf_components_local.states) follows AWS's documented rules, each test naming the page it
+follows, and the definition drives the run: an edited copy of statemachine/corpus_pipeline.asl.json batches, retries
+or is refused as edited."""
+
+import copy
+import json
+import random
+
+import chrf_core
+import local_runner
+import pytest
+
+from chrf_components_local import pipeline, states
+from chrf_components_local.states import LAMBDA_INVOKE, S3_GET_OBJECT, S3_PUT_OBJECT, LambdaAnswer, StatesError
+
+DOCS = "https://docs.aws.amazon.com/step-functions/latest/dg/"
+
+
+def put_lines(s3, lines, key="items.jsonl"):
+    s3.put_object(Bucket="corpus", Key=key, Body=("\n".join(lines) + "\n").encode("utf-8"))
+
+
+def map_definition(child=None, **fields):
+    """A Distributed Map over s3://corpus/items.jsonl whose child workflow echoes its input (a Pass state)."""
+    state = {"Type": "Map",
+             "ItemReader": {"Resource": S3_GET_OBJECT, "ReaderConfig": {"InputType": "JSONL"},
+                            "Parameters": {"Bucket.$": "$.bucket", "Key.$": "$.key"}},
+             "ItemProcessor": {"ProcessorConfig": {"Mode": "DISTRIBUTED", "ExecutionType": "EXPRESS"},
+                               "StartAt": "Child", "States": child or {"Child": {"Type": "Pass", "End": True}}},
+             "End": True, **fields}
+    return {"StartAt": "Items", "States": {"Items": state}}
+
+
+def run(s3, definition, execution_input=None, invoke=None, **services):
+    invoke = invoke or (lambda function, payload: LambdaAnswer(payload, None, "request"))
+    machine = local_runner.machine(s3, invoke, definition, **services)
+    return machine.execute(execution_input if execution_input is not None else {"bucket": "corpus",
+                                                                                  "key": "items.jsonl"})
+
+
+def output(execution):
+    assert execution.status == "SUCCEEDED", execution
+    return json.loads(execution.output)
+
+
+def compact_size(value):
+    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+
+
+# ---- ItemBatcher ---------------------------------------------------------------------------------------------------
+
+
+def test_item_batcher_puts_batch_input_and_items_in_one_envelope_within_both_limits(s3):
+    """ItemBatcher (Map), DOCS + input-output-itembatcher.html: each child execution gets {"BatchInput": ...,
+    "Items": [...]}, at most MaxItemsPerBatch items and MaxInputBytesPerBatch bytes; Step Functions reduces the items
+    of a batch to stay within the byte limit. The runner counts the child's whole input (BatchInput included) as
+    compact UTF-8 JSON, and fills each batch as far as both limits allow."""
+    rng = random.Random(5)
+    items = [{"text": "".join(rng.choice("aé中😀 ") for _ in range(rng.randint(0, 40)))} for _ in range(80)]
+    put_lines(s3, [json.dumps(item, ensure_ascii=False) for item in items])
+    definition = map_definition(ItemBatcher={"MaxItemsPerBatch": 7, "MaxInputBytesPerBatch": 400,
+                                             "BatchInput": {"settings.$": "$.settings"}})
+    batches = output(run(s3, definition, {"bucket": "corpus", "key": "items.jsonl", "settings": {"beta": 3}}))
+    assert [item for batch in batches for item in batch["Items"]] == items
+    for number, batch in enumerate(batches):
+        assert list(batch) == ["BatchInput", "Items"] and batch["BatchInput"] == {"settings": {"beta": 3}}
+        assert len(batch["Items"]) <= 7 and compact_size(batch) <= 400
+        if number + 1 < len(batches):  # the next item did not fit: the batch was full by one limit
+            fuller = {**batch, "Items": [*batch["Items"], batches[number + 1]["Items"][0]]}
+            assert len(fuller["Items"]) > 7 or compact_size(fuller) > 400
+    assert len(batches) > 80 // 7 + 1  # the byte limit cut some batches short
+
+
+def test_an_item_larger_than_any_batch_fails_the_map_run_with_a_states_error(s3):
+    """DOCS + input-output-itembatcher.html gives no batch that exceeds MaxInputBytesPerBatch; an item too large for
+    any batch fails the Map with States.ItemReaderFailed naming it (the runner's choice of error: AWS does not name
+    one), and no child runs."""
+    put_lines(s3, ['{"text": "short"}', json.dumps({"text": "x" * 500})])
+    calls = []
+    child = {"Child": {"Type": "Task", "Resource": LAMBDA_INVOKE, "End": True,
+                       "Parameters": {"FunctionName": "f", "Payload.$": "$"}}}
+    execution = run(s3, map_definition(child, ItemBatcher={"MaxInputBytesPerBatch": 300}),
+                    invoke=lambda function, payload: calls.append(payload) or LambdaAnswer(b"{}", None, "r"))
+    assert (execution.status, execution.error) == ("FAILED", "States.ItemReaderFailed")
+    assert execution.cause.startswith("item 1: ") and calls == []
+
+
+# ---- ItemReader and ItemSelector -----------------------------------------------------------------------------------
+
+
+def test_the_jsonl_item_reader_reads_one_item_per_line_and_stops_at_max_items(s3):
+    """ItemReader (Map), DOCS + input-output-itemreader.html: InputType JSONL reads one JSON value per line (any
+    JSON value, in order); MaxItems limits how many are read."""
+    put_lines(s3, ['{"a": 1}', "[2, 3]", '"four"', "5", "null", '{"a": 6}'])
+    assert output(run(s3, map_definition())) == [{"a": 1}, [2, 3], "four", 5, None, {"a": 6}]
+    limited = map_definition()
+    limited["States"]["Items"]["ItemReader"]["ReaderConfig"]["MaxItems"] = 3
+    assert output(run(s3, limited)) == [{"a": 1}, [2, 3], "four"]
+
+
+def test_a_line_that_is_not_json_fails_the_map_run_naming_the_line(s3):
+    """DOCS + input-output-itemreader.html: the reader fails the Map Run (States.ItemReaderFailed) on content it
+    cannot read; the runner names the line."""
+    put_lines(s3, ['{"a": 1}', "{not json", '{"a": 3}'])
+    execution = run(s3, map_definition())
+    assert (execution.error, execution.cause) == ("States.ItemReaderFailed", "line 2: not one JSON value in UTF-8")
+
+
+def test_the_item_selector_reads_the_items_index_and_value_and_the_states_input(s3):
+    """ItemSelector (Map), DOCS + input-output-itemselector.html: $$.Map.Item.Index (0-based) and
+    $$.Map.Item.Value, and paths into the Map state's input."""
+    put_lines(s3, ['"x"', '"y"'])
+    definition = map_definition(ItemSelector={"line.$": "$$.Map.Item.Index", "item.$": "$$.Map.Item.Value",
+                                              "run.$": "$.run", "fixed": "f"})
+    assert output(run(s3, definition, {"bucket": "corpus", "key": "items.jsonl", "run": 7})) == [
+        {"line": 0, "item": "x", "run": 7, "fixed": "f"}, {"line": 1, "item": "y", "run": 7, "fixed": "f"}]
+
+
+# ---- Task (lambda:invoke), Retry, Catch ----------------------------------------------------------------------------
+
+
+def task(**fields):
+    return {"Type": "Task", "Resource": LAMBDA_INVOKE, "Parameters": {"FunctionName": "fn", "Payload.$": "$"},
+            **fields}
+
+
+def flaky(failures, error="Lambda.ServiceException"):
+    """A LambdaInvoke that raises ``error`` ``failures`` times, then echoes its payload; ``calls`` counts."""
+
+    def invoke(function, payload):
+        invoke.calls += 1
+        if invoke.calls <= failures:
+            raise StatesError(error, "Rate exceeded")
+        return LambdaAnswer(payload, None, "request")
+
+    invoke.calls = 0
+    return invoke
+
+
+def test_lambda_invoke_returns_the_payload_with_the_invoke_response_and_output_path_selects_it(s3):
+    """Invoke Lambda with Step Functions, DOCS + connect-lambda.html: the optimized integration's result holds the
+    function's Payload (parsed JSON), StatusCode and ExecutedVersion; OutputPath $.Payload keeps the payload."""
+    whole = output(run(s3, {"StartAt": "T", "States": {"T": task(End=True)}}, {"n": 1}))
+    assert whole["Payload"] == {"n": 1} and whole["StatusCode"] == 200 and whole["ExecutedVersion"] == "$LATEST"
+    selected = {"StartAt": "T", "States": {"T": task(End=True, OutputPath="$.Payload")}}
+    assert output(run(s3, selected, {"n": 1})) == {"n": 1}
+
+
+def test_a_function_error_is_the_error_named_by_its_error_type_with_the_payload_as_cause(s3):
+    """DOCS + connect-lambda.html and concepts-error-handling.html: a function that raises fails the task with its
+    errorType as the error name and the error payload as the cause; without an errorType, Lambda.Unknown."""
+    payload = b'{"errorMessage": "bad", "errorType": "InvalidInputError", "requestId": "r", "stackTrace": []}'
+    definition = {"StartAt": "T", "States": {"T": task(End=True)}}
+    execution = run(s3, definition, {}, invoke=lambda f, p: LambdaAnswer(payload, "Unhandled", "r"))
+    assert (execution.error, execution.cause) == ("InvalidInputError", payload.decode())
+    execution = run(s3, definition, {}, invoke=lambda f, p: LambdaAnswer(b'{"errorMessage": "x"}', "Unhandled", "r"))
+    assert execution.error == "Lambda.Unknown"
+
+
+@pytest.mark.parametrize(("retrier", "failures", "expected_sleeps", "status"), [
+    ({"IntervalSeconds": 1, "MaxAttempts": 4, "BackoffRate": 2}, 4, [1, 2, 4, 8], "SUCCEEDED"),
+    ({"IntervalSeconds": 1, "MaxAttempts": 4, "BackoffRate": 2}, 5, [1, 2, 4, 8], "FAILED"),
+    ({"IntervalSeconds": 2, "MaxAttempts": 3, "BackoffRate": 3, "MaxDelaySeconds": 10}, 3, [2, 6, 10], "SUCCEEDED"),
+    ({"IntervalSeconds": 1, "MaxAttempts": 4, "BackoffRate": 2, "JitterStrategy": "FULL"}, 4, [0.25, 0.5, 1, 2],
+     "SUCCEEDED"),
+    ({"MaxAttempts": 0}, 1, [], "FAILED"),
+    ({}, 3, [1, 2, 4], "SUCCEEDED"),  # AWS's defaults: IntervalSeconds 1, MaxAttempts 3, BackoffRate 2.0
+])
+def test_retry_waits_interval_times_backoff_rate_to_the_power_of_the_retries_up_to_max_attempts(
+        s3, retrier, failures, expected_sleeps, status):
+    """Handling errors in Step Functions workflows, DOCS + concepts-error-handling.html: IntervalSeconds before
+    the first retry, multiplied by BackoffRate for each further one, capped by MaxDelaySeconds; MaxAttempts retries
+    at most (0: never); JitterStrategy FULL randomises each delay between 0 and the computed one (here a fixed
+    draw of 0.25)."""
+    sleeps = []
+    definition = {"StartAt": "T", "States": {"T": task(End=True, Retry=[
+        {"ErrorEquals": ["Lambda.ServiceException"], **retrier}])}}
+    invoke = flaky(failures)
+    execution = run(s3, definition, {}, invoke=invoke, sleep=sleeps.append, jitter=lambda: 0.25)
+    assert execution.status == status and sleeps == expected_sleeps
+    assert invoke.calls == min(failures, retrier.get("MaxAttempts", 3)) + 1
+
+
+def test_only_the_first_retrier_that_matches_counts_and_other_errors_are_not_retried(s3):
+    """DOCS + concepts-error-handling.html: retriers are tried in order; the first whose ErrorEquals matches
+    decides; an error no retrier names fails at once."""
+    definition = {"StartAt": "T", "States": {"T": task(End=True, Retry=[
+        {"ErrorEquals": ["Other"], "MaxAttempts": 5}, {"ErrorEquals": ["States.ALL"], "MaxAttempts": 1}])}}
+    invoke = flaky(2)
+    assert run(s3, definition, {}, invoke=invoke).status == "FAILED" and invoke.calls == 2
+    named_only = {"StartAt": "T", "States": {"T": task(End=True, Retry=[{"ErrorEquals": ["Other"]}])}}
+    invoke = flaky(1)
+    assert run(s3, named_only, {}, invoke=invoke).error == "Lambda.ServiceException" and invoke.calls == 1
+
+
+def test_catch_puts_error_and_cause_at_its_result_path_in_the_states_input_and_goes_to_next(s3):
+    """DOCS + concepts-error-handling.html (Catch, and error output with ResultPath): the error output
+    {"Error", "Cause"} replaces the input with ResultPath "$" (the default), or is added at another path."""
+    for path, expected in (("$", {"Error": "Boom", "Cause": "Rate exceeded"}),
+                           ("$.error", {"keep": 1, "error": {"Error": "Boom", "Cause": "Rate exceeded"}})):
+        catcher = {"ErrorEquals": ["Boom"], "Next": "After", **({"ResultPath": path} if path != "$" else {})}
+        definition = {"StartAt": "T", "States": {"T": task(Next="Never", Catch=[catcher]),
+                                                 "Never": {"Type": "Fail", "Error": "Unreached"},
+                                                 "After": {"Type": "Pass", "End": True}}}
+        assert output(run(s3, definition, {"keep": 1}, invoke=flaky(1, "Boom"))) == expected
+
+
+def test_states_all_catches_task_errors_but_not_the_terminal_runtime_and_data_limit_errors(s3):
+    """DOCS + concepts-error-handling.html: States.ALL matches every error name except States.Runtime (a path that
+    is not in the input) and States.DataLimitExceeded (over the 256 KiB quota, DOCS + service-quotas.html)."""
+    catch_all = [{"ErrorEquals": ["States.ALL"], "Next": "Caught"}]
+    caught = {"Caught": {"Type": "Pass", "Result": "caught", "End": True}}
+    missing_path = {"StartAt": "T", "States": {"T": {**task(Next="Caught", Catch=catch_all), "Parameters": {
+        "FunctionName": "fn", "Payload.$": "$.missing"}}, **caught}}
+    execution = run(s3, missing_path, {})
+    assert execution.error == "States.Runtime" and "$.missing" in execution.cause
+    too_big = {"StartAt": "T", "States": {"T": task(Next="Caught", Catch=catch_all), **caught}}
+    huge = LambdaAnswer(json.dumps("x" * 300_000).encode(), None, "r")
+    assert run(s3, too_big, {}, invoke=lambda f, p: huge).error == "States.DataLimitExceeded"
+    assert output(run(s3, too_big, {}, invoke=flaky(1))) == "caught"
+
+
+# ---- Pass, Choice, Fail --------------------------------------------------------------------------------------------
+
+
+def test_pass_choice_and_fail_follow_their_pages(s3):
+    """Pass (DOCS + state-pass.html: Parameters, ResultPath), Choice (state-choice.html: the first rule that matches,
+    else Default, else States.NoChoiceMatched) and Fail (state-fail.html: ErrorPath and CausePath)."""
+    definition = {"StartAt": "Shape", "States": {
+        "Shape": {"Type": "Pass", "Parameters": {"n.$": "$.n", "kind": "number"}, "ResultPath": "$.shaped",
+                  "Next": "Decide"},
+        "Decide": {"Type": "Choice", "Choices": [
+            {"And": [{"Variable": "$.shaped.n", "IsNumeric": True}, {"Variable": "$.shaped.n",
+                                                                      "NumericGreaterThan": 10}], "Next": "Big"},
+            {"Variable": "$.shaped.kind", "StringEquals": "text", "Next": "Big"}], "Default": "Small"},
+        "Big": {"Type": "Succeed"},
+        "Small": {"Type": "Fail", "ErrorPath": "$.shaped.kind", "CausePath": "$.why"}}}
+    assert output(run(s3, definition, {"n": 11})) == {"n": 11, "shaped": {"n": 11, "kind": "number"}}
+    small = run(s3, definition, {"n": 3, "why": "too small"})
+    assert (small.status, small.error, small.cause) == ("FAILED", "number", "too small")
+    no_default = copy.deepcopy(definition)
+    del no_default["States"]["Decide"]["Default"]
+    assert run(s3, no_default, {"n": 3}).error == "States.NoChoiceMatched"
+
+
+# ---- Tolerated failures and ResultWriter ---------------------------------------------------------------------------
+
+
+FAIL_ODD = {"Check": {"Type": "Choice", "Choices": [{"Variable": "$.odd", "BooleanEquals": True, "Next": "Fail"}],
+                      "Default": "Done"},
+            "Fail": {"Type": "Fail", "Error": "Odd", "Cause": "an odd item"}, "Done": {"Type": "Pass", "End": True}}
+
+
+@pytest.mark.parametrize(("fields", "status"), [
+    ({}, "FAILED"), ({"ToleratedFailureCount": 3}, "SUCCEEDED"), ({"ToleratedFailureCount": 2}, "FAILED"),
+    ({"ToleratedFailurePercentage": 30}, "SUCCEEDED"), ({"ToleratedFailurePercentage": 29}, "FAILED"),
+    ({"ToleratedFailureCount": 5, "ToleratedFailurePercentage": 10}, "FAILED"),
+])
+def test_the_map_run_fails_when_failed_items_exceed_the_tolerated_count_or_percentage(s3, fields, status):
+    """Setting failure thresholds for Distributed Map states, DOCS + maprun-fail-threshold.html: by default any
+    failed item fails the Map Run; ToleratedFailureCount and ToleratedFailurePercentage tolerate up to that many
+    (each exceeded threshold fails it) with States.ExceedToleratedFailureThreshold. 3 of 10 items fail here."""
+    put_lines(s3, [json.dumps({"odd": index in (1, 3, 5)}) for index in range(10)])
+    definition = map_definition(copy.deepcopy(FAIL_ODD), **fields)
+    definition["States"]["Items"]["ItemProcessor"]["StartAt"] = "Check"
+    execution = run(s3, definition)
+    assert execution.status == status
+    if status == "FAILED":
+        assert execution.error == "States.ExceedToleratedFailureThreshold"
+
+
+def test_result_writer_writes_the_manifest_and_the_result_files_as_aws_does(s3):
+    """ResultWriter (Map), DOCS + input-output-resultwriter.html: under Prefix/<Map Run id>/, a manifest.json
+    (DestinationBucket, MapRunArn, ResultFiles with FAILED, PENDING and SUCCEEDED lists of {Key, Size}) and
+    SUCCEEDED_0.json / FAILED_0.json, each a JSON array of child execution records (ExecutionArn, Name, Input and
+    Output as JSON text, Status, Error and Cause when failed, dates, StateMachineArn); the Map's output names the
+    manifest ({MapRunArn, ResultWriterDetails: {Bucket, Key}})."""
+    put_lines(s3, [json.dumps({"odd": index % 2 == 1, "n": index}) for index in range(6)])
+    definition = map_definition(copy.deepcopy(FAIL_ODD), ToleratedFailureCount=3, ResultWriter={
+        "Resource": S3_PUT_OBJECT, "Parameters": {"Bucket": local_runner.RESULTS_BUCKET, "Prefix": "results"}})
+    definition["States"]["Items"]["ItemProcessor"]["StartAt"] = "Check"
+    result = output(run(s3, definition))
+    run_id = result["MapRunArn"].rpartition(":")[2]
+    assert result["MapRunArn"].startswith(f"arn:aws:states:us-east-1:123456789012:mapRun:{local_runner.NAME}/Items:")
+    assert result["ResultWriterDetails"] == {"Bucket": local_runner.RESULTS_BUCKET,
+                                             "Key": f"results/{run_id}/manifest.json"}
+
+    def read(key):
+        return s3.get_object(Bucket=local_runner.RESULTS_BUCKET, Key=key)["Body"].read()
+
+    manifest = json.loads(read(f"results/{run_id}/manifest.json"))
+    assert manifest["DestinationBucket"] == local_runner.RESULTS_BUCKET and manifest["MapRunArn"] == result[
+        "MapRunArn"]
+    files = manifest["ResultFiles"]
+    assert files["PENDING"] == [] and [entry["Key"] for entry in files["SUCCEEDED"]] == [
+        f"results/{run_id}/SUCCEEDED_0.json"] and [entry["Key"] for entry in files["FAILED"]] == [
+        f"results/{run_id}/FAILED_0.json"]
+    succeeded, failed = (json.loads(read(files[status][0]["Key"])) for status in ("SUCCEEDED", "FAILED"))
+    assert all(entry["Size"] == len(read(entry["Key"])) for entry in files["SUCCEEDED"] + files["FAILED"])
+    assert sorted(json.loads(record["Output"])["n"] for record in succeeded) == [0, 2, 4]
+    assert sorted(json.loads(record["Input"])["n"] for record in failed) == [1, 3, 5]
+    for record in succeeded + failed:
+        assert record["ExecutionArn"].startswith(f"arn:aws:states:us-east-1:123456789012:express:{local_runner.NAME}"
+                                                 f"/Items:{run_id}:")
+        assert record["ExecutionArn"].endswith(record["Name"]) and record["StartDate"] <= record["StopDate"]
+        assert record["StateMachineArn"].endswith(f":stateMachine:{local_runner.NAME}/Items")
+    assert {(record["Status"], record["Error"], record["Cause"]) for record in failed} == {
+        ("FAILED", "Odd", "an odd item")}
+    described = local_runner.RUNNER_MAP_RUNS.describe(result["MapRunArn"])
+    assert described["status"] == "SUCCEEDED" and described["itemCounts"]["total"] == 6
+    assert (described["itemCounts"]["succeeded"], described["itemCounts"]["failed"]) == (3, 3)
+
+
+# ---- what the runner does not implement, refused by name before anything runs ------------------------------------
+
+
+def edited(edit):
+    definition = copy.deepcopy(local_runner.DEFINITION)
+    edit(definition)
+    return definition
+
+
+MAP = ("States", "ScoreSegments")
+
+
+def at(definition, *path):
+    for step in path:
+        definition = definition[step]
+    return definition
+
+
+@pytest.mark.parametrize(("edit", "message"), [
+    (lambda d: at(d, *MAP, "ItemReader", "ReaderConfig").update(CSVHeaders=["a"]),
+     "state ScoreSegments: the local runner does not implement ItemReader.ReaderConfig.CSVHeaders"),
+    (lambda d: at(d, *MAP, "ItemReader", "ReaderConfig").update(InputType="CSV"),
+     "state ScoreSegments: the local runner does not implement ItemReader.ReaderConfig.InputType CSV (only JSONL)"),
+    (lambda d: at(d, *MAP, "ItemBatcher").update(MaxItemsPerBatchPath="$.n"),
+     "state ScoreSegments: the local runner does not implement ItemBatcher.MaxItemsPerBatchPath"),
+    (lambda d: at(d, *MAP, "ItemProcessor", "States", "ScoreBatch").update(TimeoutSeconds=60),
+     "state ScoreBatch: the local runner does not implement TimeoutSeconds"),
+    (lambda d: at(d, *MAP, "ItemProcessor", "States", "ScoreBatch").update(Bogus=1),
+     "state ScoreBatch: the local runner does not implement Bogus"),
+    (lambda d: at(d, *MAP, "ItemProcessor", "States", "ScoreBatch", "Parameters").update(
+        {"Payload.$": "States.JsonMerge($, $.x, false)"}),
+     "state ScoreBatch: the local runner does not implement the intrinsic function States.JsonMerge "
+     "(in Parameters.Payload.$)"),
+    (lambda d: at(d, *MAP, "ItemSelector").update({"item.$": "$..item"}),
+     "state ScoreSegments: the local runner does not implement the JSONPath $..item in ItemSelector.item.$ "
+     "(only reference paths: .name, ['name'], [index])"),
+    (lambda d: at(d, "States").update(Wait={"Type": "Wait", "Seconds": 1, "End": True}),
+     "state Wait: the local runner does not implement the state type Wait"),
+    (lambda d: at(d, *MAP, "ItemProcessor", "ProcessorConfig").update(Mode="INLINE"),
+     "state ScoreSegments: the local runner does not implement ItemProcessor.ProcessorConfig.Mode INLINE (only "
+     "DISTRIBUTED)"),
+    (lambda d: d.update(QueryLanguage="JSONata"), "the definition: the local runner does not implement QueryLanguage"),
+    (lambda d: at(d, *MAP, "ResultWriter").update(WriterConfig={"OutputType": "JSONL"}),
+     "state ScoreSegments: the local runner does not implement ResultWriter.WriterConfig"),
+])
+def test_an_edited_definition_with_what_the_runner_does_not_implement_is_refused_by_name_before_anything_runs(
+        s3, edit, message):
+    calls = []
+    with pytest.raises(states.NotImplementedByRunner) as refused:
+        local_runner.machine(s3, lambda *call: calls.append(call), edited(edit))
+    assert str(refused.value) == message and calls == []
+
+
+def test_the_template_substitutes_local_arns_and_buckets_into_the_definition_as_sam_does():
+    """SAM's DefinitionSubstitutions (the template's CorpusPipeline): ${ScoreBatchFunctionArn} becomes the function's
+    ARN (here the local one `serve` answers to), ${CorpusBucket} the bucket, ${ResultsPrefix} its literal."""
+    score_batch = at(local_runner.DEFINITION, *MAP, "ItemProcessor", "States", "ScoreBatch")
+    assert score_batch["Parameters"]["FunctionName"] == \
+        "arn:aws:lambda:us-east-1:123456789012:function:ScoreBatchFunction"
+    assert at(local_runner.DEFINITION, *MAP, "ResultWriter", "Parameters") == {
+        "Bucket": local_runner.RESULTS_BUCKET, "Prefix": "map-results"}
+    assert local_runner.NAME == "local-corpus-pipeline" and "${" not in json.dumps(local_runner.DEFINITION)
+
+
+def test_a_template_whose_substitution_the_runner_cannot_resolve_is_refused_by_name(tmp_path):
+    template = (local_runner.TEMPLATE.read_text(encoding="utf-8")
+                .replace("ResultsPrefix: map-results", "ResultsPrefix: !ImportValue SharedPrefix"))
+    (tmp_path / "template.yaml").write_text(template, encoding="utf-8")
+    (tmp_path / "statemachine").symlink_to(local_runner.TEMPLATE.parent / "statemachine")
+    with pytest.raises(pipeline.PipelineError, match=r"DefinitionSubstitutions.ResultsPrefix: the local runner does "
+                                                     r'not resolve \{"Fn::ImportValue": "SharedPrefix"\}'):
+        pipeline.load_definition(tmp_path / "template.yaml")
+
+
+# ---- the real definition drives the run ----------------------------------------------------------------------------
+
+
+def pairs(count):
+    return [(f"the cat sat on mat {index}", f"the cat sat on the mat {index}") for index in range(count)]
+
+
+def run_real(s3, pipeline_handlers, definition, invoke=None, count=600):
+    lines = [json.dumps({"hypothesis": h, "reference": r}) for h, r in pairs(count)]
+    s3.put_object(Bucket="corpus", Key="inputs/test.jsonl", Body="\n".join(lines).encode())
+    invoke = invoke or local_runner.in_process(dict(zip(("ScoreBatchFunction", "MergeReportFunction"),
+                                                        pipeline_handlers)))
+    return local_runner.machine(s3, invoke, definition).execute(local_runner.execution_input({"word_order": 2})), \
+        invoke
+
+
+def test_max_items_per_batch_in_the_definition_sets_the_batches_and_the_report_stays_exact(s3, pipeline_handlers):
+    reports = []
+    for size, batches in ((None, [256, 256, 88]), (100, [100] * 6)):
+        definition = local_runner.DEFINITION if size is None else edited(
+            lambda d, size=size: at(d, *MAP, "ItemBatcher").update(MaxItemsPerBatch=size))
+        execution, invoke = run_real(s3, pipeline_handlers, definition)
+        assert execution.status == "SUCCEEDED", execution
+        assert [len(payload["Items"]) for name, payload in invoke.calls if name == "ScoreBatchFunction"] == batches
+        reports.append(s3.get_object(Bucket="corpus", Key="reports/test.json")["Body"].read())
+    assert reports[0] == reports[1]
+    hypotheses, references = zip(*pairs(600))
+    assert json.loads(reports[0]) == chrf_core.CHRF(word_order=2).corpus_score(hypotheses, [references]).to_dict()
+
+
+def test_the_definitions_retry_absorbs_a_lambda_service_fault_and_without_it_the_execution_fails(
+        s3, pipeline_handlers):
+    handlers = local_runner.in_process(dict(zip(("ScoreBatchFunction", "MergeReportFunction"), pipeline_handlers)))
+    faults = {"left": 1}
+
+    def one_fault(function, payload):
+        if "ScoreBatch" in function and faults["left"]:
+            faults["left"] -= 1
+            raise StatesError("Lambda.ServiceException", "Service unavailable")
+        return handlers(function, payload)
+
+    execution, _ = run_real(s3, pipeline_handlers, local_runner.DEFINITION, one_fault, count=10)
+    assert execution.status == "SUCCEEDED", execution
+    s3.delete_object(Bucket="corpus", Key="reports/test.json")
+    faults["left"] = 1
+    without_retry = edited(lambda d: at(d, *MAP, "ItemProcessor", "States", "ScoreBatch").pop("Retry"))
+    execution, _ = run_real(s3, pipeline_handlers, without_retry, one_fault, count=10)
+    assert (execution.status, execution.error) == ("FAILED", "States.ExceedToleratedFailureThreshold")
+    assert "Contents" not in s3.list_objects_v2(Bucket="corpus", Prefix="reports/")
+
+
+def test_the_step_functions_endpoint_answers_describe_map_run_and_refuses_other_actions_by_name():
+    map_runs = states.MapRuns()
+    api = pipeline.StepFunctionsApi(map_runs)
+
+    def call(action, body):
+        import io
+
+        answer = {}
+        data = json.dumps(body).encode()
+        environ = {"CONTENT_LENGTH": str(len(data)), "wsgi.input": io.BytesIO(data),
+                   "HTTP_X_AMZ_TARGET": f"AWSStepFunctions.{action}"}
+        chunks = api(environ, lambda status, headers: answer.update(status=status))
+        return answer["status"], json.loads(b"".join(chunks))
+
+    assert call("StartExecution", {})[1] == {
+        "__type": "UnknownOperationException",
+        "message": "the local pipeline does not implement Step Functions' StartExecution"}
+    assert call("DescribeMapRun", {"mapRunArn": "arn:nothing"})[1]["__type"] == "ResourceNotFound"
