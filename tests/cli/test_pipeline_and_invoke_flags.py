@@ -1,0 +1,97 @@
+"""What SAM and AWS CLI users type: `invoke` takes SAM's -e (and the function as SAM's positional), and
+`pipeline run` against a deployed stack reads the region and credentials as the AWS CLI does (AWS_REGION as well as
+AWS_DEFAULT_REGION), saying in one line what to set or check when something is missing."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from in_process import run
+from support import ROOT
+
+CLI = Path(sys.executable).parent / "chrf-components"
+EVENTS = ROOT / "events"
+
+
+def expected(name):
+    return json.loads((EVENTS / f"{name}.expected.json").read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("argv", [
+    ["-e", EVENTS / "direct-invoke.json"],
+    ["ChrfComponentsFunction", "-e", EVENTS / "direct-invoke.json"],
+    ["--event", EVENTS / "direct-invoke.json", "--function", "ChrfComponentsFunction"],
+    ["-e", EVENTS / "direct-invoke.json", "-t", ROOT / "template.yaml"],
+])
+def test_invoke_takes_sams_spelling_of_the_event_and_the_function(capsys, monkeypatch, argv):
+    monkeypatch.chdir(ROOT)
+    code, out, _ = run(capsys, "invoke", *argv)
+    assert code == 0 and json.loads(out) == expected("direct-invoke")
+
+
+def test_invoke_reads_the_event_from_standard_input_with_dash(tmp_path):
+    done = subprocess.run([str(CLI), "invoke", "ChrfComponentsFunction", "-e", "-"], cwd=ROOT,
+                          input=(EVENTS / "stepfunctions-task.json").read_bytes(), capture_output=True, timeout=120)
+    assert done.returncode == 0 and json.loads(done.stdout) == expected("stepfunctions-task")
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["invoke"], "give the event file: invoke EVENT_FILE, or invoke [LOGICAL_ID] -e EVENT_FILE"),
+    (["invoke", "ScoreBatchFunction", "-e", EVENTS / "direct-invoke.json", "--function", "MergeReportFunction"],
+     "name the function once"),
+    (["pipeline", "run", "h", "r", "--stack", "s", "--template", "t.yaml"], "--template goes with --local"),
+    (["pipeline", "run", "h", "r", "--stack", "s", "--local"], "not allowed with argument"),
+    (["pipeline", "run", "h", "r"], "one of the arguments --stack --local is required"),
+])
+def test_misused_flags_are_one_line_with_exit_code_2(capsys, monkeypatch, argv, message):
+    monkeypatch.chdir(ROOT)
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and out == "" and err.count("\n") == 1 and message in err, err
+
+
+def deployed_run(tmp_path, **variables):
+    """`pipeline run --stack` in a new user's environment plus ``variables``: (exit code, stdout, stderr)."""
+    (tmp_path / "h").write_text("a b\n", encoding="utf-8")
+    environment = {name: value for name, value in os.environ.items() if not name.startswith("AWS_")}
+    environment.update(HOME=str(tmp_path), AWS_CONFIG_FILE=str(tmp_path / "none"),
+                       AWS_SHARED_CREDENTIALS_FILE=str(tmp_path / "none"), **variables)
+    done = subprocess.run([str(CLI), "pipeline", "run", "h", "h", "--stack", "chrf-components"], cwd=tmp_path,
+                          env=environment, capture_output=True, text=True, timeout=120)
+    return done.returncode, done.stdout, done.stderr
+
+
+def test_no_region_is_one_line_naming_aws_region_before_aws_is_called(tmp_path):
+    code, out, err = deployed_run(tmp_path, AWS_ACCESS_KEY_ID="a", AWS_SECRET_ACCESS_KEY="b")
+    assert (code, out) == (3, "") and err == (
+        "chrf-components pipeline run: error: no AWS region: set AWS_REGION (or AWS_DEFAULT_REGION), or a region in "
+        "~/.aws/config (aws configure)\n")
+
+
+def test_no_credentials_is_one_line_saying_what_to_set_whichever_region_variable_is_set(tmp_path):
+    for variable in ("AWS_REGION", "AWS_DEFAULT_REGION"):
+        code, out, err = deployed_run(tmp_path, **{variable: "eu-west-1"})
+        assert (code, out) == (3, "") and err == (
+            "chrf-components pipeline run: error: no AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, "
+            "or AWS_PROFILE, or run aws configure (or aws sso login)\n")
+
+
+def test_aws_region_alone_is_the_region_a_stack_is_looked_up_in(capsys, tmp_path, monkeypatch):
+    """Against moto's CloudFormation (no network): with only AWS_REGION set, the stack is looked for in that region
+    and an unknown one is one line naming it and the region."""
+    from moto import mock_aws
+
+    monkeypatch.chdir(tmp_path)
+    for name in [name for name in os.environ if name.startswith("AWS_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    for name, value in {"AWS_REGION": "eu-west-1", "AWS_ACCESS_KEY_ID": "a", "AWS_SECRET_ACCESS_KEY": "b"}.items():
+        monkeypatch.setenv(name, value)
+    (tmp_path / "h").write_text("a b\n", encoding="utf-8")
+    with mock_aws():
+        code, out, err = run(capsys, "pipeline", "run", "h", "h", "--stack", "nope")
+    assert (code, out) == (3, "") and err == ("chrf-components pipeline run: error: no stack nope in eu-west-1: "
+                                              "check --stack and the region (AWS_REGION)\n")
