@@ -17,15 +17,16 @@ export AWS_DEFAULT_REGION ?= us-east-1
 export AWS_REGION ?= $(AWS_DEFAULT_REGION)
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: setup setup-dev setup-sam setup-mbrs kernel run test lint build arm64-python dist wheelhouse sam-local bench bench-counts sanitize clean
+.PHONY: setup setup-dev setup-sam setup-mbrs setup-system kernel run test lint build arm64-python dist wheelhouse sam-local bench bench-counts sanitize clean
 
 # What running needs: the runtime dependencies and the command line (with the host's native kernel).
 setup: $(VENV)/.installed kernel
 $(VENV)/.installed: requirements.txt pyproject.toml setup.py
+	@echo "== make setup: .venv with the runtime dependencies and the command line (about half a minute) =="
 	$(PYTHON) -m venv --clear $(VENV)
-	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -r requirements.txt -e .
-	touch $@
+	$(BIN)/pip install --progress-bar off --upgrade pip | grep -v '^Requirement already satisfied' || true
+	$(BIN)/pip install --progress-bar off -r requirements.txt -e . | grep -e '^Collecting' -e '^Successfully' || true
+	@$(BIN)/python -c 'import chrf_components_cli, moto, waitress' && touch $@
 
 # The native kernel, rebuilt in place whenever its source changes (optional: without a compiler, Python counts).
 kernel: $(VENV)/.installed
@@ -44,35 +45,85 @@ $(MBRS_VENV)/.installed: requirements-mbrs.txt
 # What testing needs on top: test tools, linters, sacreBLEU for the comparisons.
 setup-dev: $(VENV)/.installed-dev
 $(VENV)/.installed-dev: $(VENV)/.installed requirements-dev.txt
-	$(BIN)/pip install -q -r requirements-dev.txt
-	touch $@
+	@echo "== make setup-dev: test tools, linters, sacreBLEU, the AWS CLI into .venv (about a minute) =="
+	$(BIN)/pip install --progress-bar off -r requirements-dev.txt | grep -e '^Collecting' -e '^Successfully' || true
+	@$(BIN)/python -c 'import pytest, sacrebleu, moto' && touch $@
 
-setup-sam: $(SAM_VENV)/.installed
+# The SAM CLI (and Zig, which cross-compiles the layer's kernel) in .venv-sam, and `sam` in .venv/bin: with .venv/bin
+# on PATH (. .venv/bin/activate), `sam build`, `sam validate --lint` and `sam local ...` work as typed. That `sam`
+# puts python3.13 on PATH (sam build's python3.13 builder needs it; pyenv's is found) and turns telemetry off unless
+# SAM_CLI_TELEMETRY says otherwise.
+setup-sam: $(SAM_VENV)/.installed $(BIN)/sam
 $(SAM_VENV)/.installed: requirements-sam.txt
+	@echo "== make setup-sam: the SAM CLI and Zig into .venv-sam (about a minute) =="
 	$(PYTHON) -m venv --clear $(SAM_VENV)
-	$(SAM_VENV)/bin/pip install -q --upgrade pip
-	$(SAM_VENV)/bin/pip install -q -r requirements-sam.txt
-	touch $@
+	$(SAM_VENV)/bin/pip install --progress-bar off --upgrade pip | grep -v '^Requirement already satisfied' || true
+	$(SAM_VENV)/bin/pip install --progress-bar off -r requirements-sam.txt | grep -e '^Collecting' -e '^Successfully' || true
+	@$(SAM_VENV)/bin/sam --version >/dev/null && touch $@
+$(BIN)/sam: $(SAM_VENV)/.installed $(VENV)/.installed
+	@{ echo '#!/bin/sh'; \
+	   echo '# The SAM CLI of this project (.venv-sam, written by make setup-sam), with python3.13 on PATH for sam build.'; \
+	   [ -x "$(PY313_DIR)/python3.13" ] && echo 'PATH="$(PY313_DIR):$$PATH"; export PATH'; \
+	   echo 'SAM_CLI_TELEMETRY="$${SAM_CLI_TELEMETRY:-0}"; export SAM_CLI_TELEMETRY'; \
+	   echo 'exec "$(abspath $(SAM))" "$$@"'; } > $@ && chmod +x $@
+	@[ -x "$(PY313_DIR)/python3.13" ] || echo "make setup-sam: no python3.13 found: sam build's python3.13 builder needs one on PATH (pyenv install 3.13, or your distribution's python3.13)"
+
+# The Debian packages the suite's tools need, installed when missing (as root, or with sudo -n): docker.io (a
+# container engine for the real SAM CLI's local commands), mmdebstrap (the python3.13 Lambda image, built offline),
+# qemu-user-static (the arm64 layer and wheel). Where they cannot be installed, one line names them and the command
+# to install them; their tests then skip saying why (CHRF_REQUIRE_TOOLS=1 makes that a failure).
+SYSTEM_PACKAGES := docker.io mmdebstrap qemu-user-static
+setup-system:
+	@command -v dpkg >/dev/null 2>&1 || { echo "make test: not Debian or Ubuntu: for every test, install a container engine, mmdebstrap and qemu-user-static yourself"; exit 0; }; \
+	missing=$$(for package in $(SYSTEM_PACKAGES); do dpkg -s $$package >/dev/null 2>&1 || printf '%s ' $$package; done); \
+	[ -n "$$missing" ] || exit 0; \
+	if [ "$$(id -u)" = 0 ]; then apt="apt-get"; elif sudo -n true 2>/dev/null; then apt="sudo -n apt-get"; else \
+		echo "make test: missing Debian packages $${missing}(their tests will skip): sudo apt-get install $${missing% }"; exit 0; fi; \
+	echo "== make test: installing the Debian packages $${missing}(about a minute) =="; \
+	export DEBIAN_FRONTEND=noninteractive; \
+	$$apt install -y -q $$missing >/dev/null 2>&1 || { $$apt update -q >/dev/null && $$apt install -y -q $$missing >/dev/null; } \
+		|| echo "make test: could not install $${missing}(their tests will skip)"
 
 # The main job, no AWS account and no Docker: explain a real chrF++ score, then run the Lambda handler on every
-# sample event the way `sam local invoke -e events/X.json` would, printing each response.
+# sample event the way `sam local invoke -e events/X.json` would, and check each response against its
+# events/X.expected.json (one of them shown in full).
+SAMPLE_EVENTS = $(filter-out %.expected.json,$(wildcard events/*.json))
 run: setup
 	@echo "== chrf-components score (real MT output, English, chrF++) =="
 	$(BIN)/chrf-components score tests/data/popovic/example.hyp.en tests/data/popovic/example.ref.en --word-order 2
-	@for event in $$(ls events/*.json | grep -v '\.expected\.json$$'); do \
-		echo; echo "== chrf-components invoke $$event =="; \
-		$(BIN)/chrf-components invoke $$event 2>/dev/null || exit 1; \
-	done
+	@echo; echo "== chrf-components invoke -e events/X.json: the Lambda handler on every sample event, as sam local invoke runs it =="
+	@answers=$$(mktemp -d) && trap 'rm -rf "$$answers"' EXIT && \
+	for event in $(SAMPLE_EVENTS); do \
+		$(BIN)/chrf-components invoke -e $$event > "$$answers/$$(basename $$event)" 2>/dev/null || exit 1; done && \
+	$(BIN)/python -c "$$CHECK_ANSWERS" "$$answers" $(SAMPLE_EVENTS)
+
+define CHECK_ANSWERS
+import json, pathlib, sys
+answers, events = pathlib.Path(sys.argv[1]), sys.argv[2:]
+same = 0
+for event in events:
+    expected_path = event.removesuffix(".json") + ".expected.json"
+    answer = json.loads((answers / pathlib.Path(event).name).read_text(encoding="utf-8"))
+    matches = answer == json.loads(pathlib.Path(expected_path).read_text(encoding="utf-8"))
+    same += matches
+    body = json.loads(answer["body"]) if isinstance(answer.get("body"), str) else answer
+    what = answer.get("errorType") or " ".join(filter(None, [f"HTTP {answer['statusCode']}" if "statusCode" in answer else "", f"score {body['score']}" if "score" in body else "", body.get("error", {}).get("code", "")]))
+    print(f"  {event:<36} {what:<26} {'= ' if matches else 'DIFFERS from '}{expected_path}")
+shown = "events/direct-invoke.json"
+print(f"\n== the response to {shown} (a contract report: per-order counts, exact fractions) ==")
+print(json.dumps(json.loads((answers / pathlib.Path(shown).name).read_text(encoding="utf-8")), indent=2, ensure_ascii=False))
+print(f"\n{same}/{len(events)} sample events answered exactly as events/*.expected.json")
+sys.exit(same != len(events))
+endef
+export CHECK_ANSWERS
 
 lint: setup-dev
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 
+# = sam build, as a SAM user types it (the `sam` make setup-sam puts in .venv/bin).
 build: setup setup-sam
-	@[ -x "$(PY313_DIR)/python3.13" ] || { echo "sam build needs python3.13 on PATH (pyenv install 3.13)"; exit 1; }
-	PATH="$(PY313_DIR):$$PATH" ZIG="$(abspath $(SAM_VENV))/bin/python -m ziglang" \
-		PYTHON_INCLUDE="$$($(PY313_DIR)/python3.13 layers/chrf_core/native/python_include.py .cache/python-include)" \
-		$(SAM) build --template-file template.yaml
+	$(BIN)/sam build --template-file template.yaml
 
 # An arm64 Python 3.13 from Debian's packages, to import the built layer under qemu (see tests/arm64/).
 arm64-python:
@@ -90,9 +141,11 @@ dist: setup-dev setup-sam
 	rm -rf $(DIST) && mkdir -p $(DIST)
 	@set -e; export SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct 2>/dev/null || echo 315532800); \
 	work=$$(mktemp -d); trap 'rm -rf "$$work"' EXIT; log="$$work/build.log"; \
+	echo "== make dist: the sdist =="; \
 	$(BIN)/python -m build -q --no-isolation --sdist --outdir $(DIST) . >"$$log" 2>&1 || { cat "$$log"; exit 1; }; \
 	mkdir "$$work/source"; tar -xzf $(DIST)/*.tar.gz -C "$$work/source"; \
 	for arch in $(WHEEL_ARCHITECTURES); do \
+		echo "== make dist: the $$arch wheel (the kernel cross-compiled by Zig; about 20 s) =="; \
 		cc="$(abspath $(SAM_VENV))/bin/python -m ziglang cc -target $$arch-linux-gnu.2.17"; \
 		(cd "$$work"/source/* && rm -rf build && CC="$$cc" LDSHARED="$$cc -shared -s -Wl,--build-id=none" CFLAGS="-g0" \
 			CHRF_REQUIRE_NATIVE=1 $(abspath $(BIN))/python -m build -q --no-isolation --wheel \
@@ -103,12 +156,17 @@ dist: setup-dev setup-sam
 	@for wheel in $(DIST)/*.whl; do $(BIN)/auditwheel show $$wheel | tr '\n' ' ' | sed 's/  */ /g'; echo; done
 	@sha256sum $(DIST)/*
 
-# What the tests install the distributions with, offline: NumPy (for this Python and the arm64 Python 3.13 under
-# qemu), and setuptools to build the sdist.
+# What the tests install offline: NumPy (for this Python and the arm64 Python 3.13 under qemu) and setuptools to
+# build the sdist; and the functions' requirements as `sam build` installs them (python3.13, x86_64 and arm64), for
+# the test that runs `sam build` as typed without the network (tests/template/test_sam_build.py).
+FUNCTION_WHEELHOUSE := .cache/wheelhouse-functions
 wheelhouse: setup
 	$(BIN)/pip download -q --only-binary=:all: -d $(WHEELHOUSE) numpy==2.4.6 setuptools==80.9.0
 	$(BIN)/pip download -q --only-binary=:all: --platform manylinux_2_28_aarch64 --python-version 3.13 \
 		--implementation cp -d $(WHEELHOUSE) numpy==2.4.6
+	@for platform in manylinux2014_x86_64 manylinux2014_aarch64; do \
+		$(BIN)/pip download -q --only-binary=:all: --platform $$platform --python-version 3.13 --implementation cp \
+			-d $(FUNCTION_WHEELHOUSE) -r functions/chrf_components/requirements.txt || exit 1; done
 
 # The real SAM CLI's local commands on this template (tests/sam_local/): every sample event through `sam local
 # invoke`, then one warm start-lambda and start-api against `serve`. Needs a container engine (one running, or
@@ -126,7 +184,7 @@ UNIT_ALONE := PYTHONPATH=tests/without CHRF_WITHOUT=$(WITHOUT_SERVICE) $(BIN)/py
 
 # Everything, under both counting kernels: the suite with the native kernel (which must load), then the layer,
 # handler and pipeline tests again with the pure-Python kernel (the layer's tests in the library's own environment).
-test: lint build arm64-python dist wheelhouse setup-mbrs
+test: setup-system lint build arm64-python dist wheelhouse setup-mbrs
 	CHRF_REQUIRE_BUILD=1 $(BIN)/python -m pytest
 	$(MAKE) --no-print-directory sam-local
 	CHRF_CORE_NATIVE=0 $(UNIT_ALONE)

@@ -72,3 +72,25 @@ def native_kernel_or_skip():
         pytest.skip("not in this run: the native kernel is switched off (CHRF_CORE_NATIVE=0)")
     if "native" not in chrf_core.kernel.KERNELS:
         pytest.skip(f"the native kernel is not built: {chrf_core.kernel.KERNEL_ERROR}")
+
+
+def sam_cli_environment(folder):
+    """Environment variables for the SAM CLI in tests: no telemetry, and its settings in ``folder`` with a version
+    check recorded as just made, so that it does not ask PyPI for a newer version (tests reach only 127.0.0.1)."""
+    import time
+
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "metadata.json").write_text(json.dumps({"lastVersionCheck": time.time()}), encoding="utf-8")
+    return {"SAM_CLI_TELEMETRY": "0", "__SAM_CLI_APP_DIR": str(folder)}
+
+
+def documented_block(page, marker):
+    """The commands of the ```sh block that follows ``marker`` in a documentation page (comments and blank lines
+    left out): what a test runs where the page says it does."""
+    import re
+
+    text = (ROOT / page).read_text(encoding="utf-8")
+    found = re.search(re.escape(marker) + r"\s*\n```sh\n(.*?)^```$", text, re.MULTILINE | re.DOTALL)
+    assert found, f"{page}: no ```sh block after {marker!r}"
+    return [line.split("  #", 1)[0].strip() for line in found.group(1).splitlines()
+            if line.strip() and not line.lstrip().startswith("#")]

@@ -59,9 +59,23 @@ def block_id(block):
     return f"{block[0]}:{block[1]}"
 
 
+def git_status():
+    return subprocess.run(["git", "status", "--porcelain"], cwd=ROOT, capture_output=True, text=True).stdout
+
+
 @pytest.fixture
 def clone_folder(tmp_path):
-    """A folder that links to every top-level file and folder of the clone, and a new user's environment."""
+    """A folder that links to every top-level file and folder of the clone, and a new user's environment; the
+    commands run in it leave the clone's `git status` as it was (what they write goes outside it or to ignored
+    paths)."""
+    before = git_status()
+    yield from _clone_folder(tmp_path)
+    assert git_status() == before, "a documented command left files in the clone"
+    written = sorted(entry.name for entry in (tmp_path / "work").iterdir() if not entry.is_symlink())
+    assert written == [], f"documented commands would leave {written} untracked in the clone"
+
+
+def _clone_folder(tmp_path):
     work = tmp_path / "work"
     work.mkdir()
     for entry in ROOT.iterdir():
@@ -72,7 +86,7 @@ def clone_folder(tmp_path):
     environment = {name: value for name, value in os.environ.items() if not name.startswith("AWS_")}
     environment.update(HOME=str(home), PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
                        AWS_CONFIG_FILE=str(home / "no-config"), AWS_SHARED_CREDENTIALS_FILE=str(home / "none"))
-    return work, environment
+    yield work, environment
 
 
 def matches(expected, actual):
@@ -175,4 +189,7 @@ def test_a_documented_command_block_runs_as_written(block, clone_folder):
             process.wait(300)
         finally:
             end_group(process)  # the block's background commands (serve) end with it
-    assert process.returncode == 0, f"{block_id(block)}:\n{output.read_text()[-4000:]}"
+    printed = output.read_text()
+    assert process.returncode == 0, f"{block_id(block)}:\n{printed[-4000:]}"
+    for unreadable in ("FunctionError", "StreamingBody"):  # a function error shown as such, or a payload unread
+        assert unreadable not in printed, f"{block_id(block)} prints {unreadable}:\n{printed[-4000:]}"

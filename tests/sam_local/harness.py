@@ -37,6 +37,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from processes import stop_group
+from support import sam_cli_environment
 
 ROOT = Path(__file__).resolve().parents[2]
 CACHE = ROOT / ".cache" / "sam-local"
@@ -51,6 +52,7 @@ SAM_LABEL = "sam.cli.container.type"
 
 TOOL_PATH = os.pathsep.join([os.environ.get("PATH", ""), "/usr/local/sbin", "/usr/sbin", "/sbin"])
 SAM_TMP = Path(tempfile.gettempdir()) / f"chrf-sam-local-{os.getpid()}"  # SAM's temporary files, removed at the end
+SAM_APP_DIR = SAM_TMP / "sam-cli"  # SAM's settings (support.sam_cli_environment: no version check against PyPI)
 # What dockerd and its containerd create outside their own folders (dockerd at its start, the shims with the first
 # container), and the mark a run leaves in one it found missing, for the last engine to stop to remove.
 ENGINE_FOLDERS = {Path("/run/docker"): [Path("/run/docker/plugins")],
@@ -69,21 +71,26 @@ def tool(name: str) -> str | None:
 
 
 def missing_tools() -> str | None:
-    """What the SAM CLI tests lack before anything is started (None when nothing obvious is missing)."""
-    if tool("docker") is None:
-        return "no docker client (Debian: apt-get install docker.io)"
-    if not answers(os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")):
-        if tool("dockerd") is None:
-            return "no container engine running and no dockerd to start (Debian: apt-get install docker.io)"
+    """What the SAM CLI tests lack before anything is started, all of it in one line (None when nothing obvious is
+    missing)."""
+    packages, other = [], []
+    engine_running = tool("docker") is not None and answers(os.environ.get("DOCKER_HOST",
+                                                                           "unix:///var/run/docker.sock"))
+    if tool("docker") is None or (not engine_running and tool("dockerd") is None):
+        packages.append("docker.io")
+    elif not engine_running:
         if os.geteuid() != 0:
-            return "no container engine running, and starting dockerd needs root"
+            other.append("no container engine running, and starting dockerd needs root")
         if tool("ip") is None:
-            return "no ip command to give dockerd a bridge of its own (Debian: apt-get install iproute2)"
+            packages.append("iproute2")
     if tool("mmdebstrap") is None:
-        return "no mmdebstrap to build the Lambda image (Debian: apt-get install mmdebstrap)"
+        packages.append("mmdebstrap")
+    if packages:
+        other.insert(0, f"missing Debian packages {' '.join(packages)} (apt-get install {' '.join(packages)}; make "
+                        f"test installs them as root or with sudo)")
     if not (ROOT / ".aws-sam" / "build" / "template.yaml").exists():
-        return "no .aws-sam/build (make build)"
-    return None
+        other.append("no .aws-sam/build (make build)")
+    return "; ".join(other) or None
 
 
 def run(*command: str, env: dict[str, str] | None = None, timeout: float = 600, **options: object) -> str:
@@ -94,9 +101,10 @@ def run(*command: str, env: dict[str, str] | None = None, timeout: float = 600, 
 
 
 def docker_env(host: str) -> dict[str, str]:
-    """The environment of docker and SAM commands (SAM_TMP is made, and removed, by engine())."""
-    return {**os.environ, "DOCKER_HOST": host, "DOCKER_BUILDKIT": "0", "SAM_CLI_TELEMETRY": "0",
-            "TMPDIR": str(SAM_TMP), "PATH": TOOL_PATH}
+    """The environment of docker and SAM commands (SAM_TMP is made, and removed, by engine()): SAM asks no one for a
+    newer version of itself."""
+    return {**os.environ, "DOCKER_HOST": host, "DOCKER_BUILDKIT": "0", "TMPDIR": str(SAM_TMP), "PATH": TOOL_PATH,
+            "SAM_CLI_TELEMETRY": "0", "__SAM_CLI_APP_DIR": str(SAM_APP_DIR)}
 
 
 def answers(host: str) -> bool:
@@ -211,6 +219,7 @@ def engine() -> Iterator[str]:
     existing = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
     if answers(existing):
         SAM_TMP.mkdir(exist_ok=True)
+        sam_cli_environment(SAM_APP_DIR)
         try:
             yield existing
         finally:
@@ -224,6 +233,7 @@ def engine() -> Iterator[str]:
     missing_before = [top for top in ENGINE_FOLDERS if not top.exists()]
     runtime = Path(tempfile.mkdtemp(prefix="chrf-dockerd-"))  # short: the socket's path has a length limit
     SAM_TMP.mkdir(exist_ok=True)
+    sam_cli_environment(SAM_APP_DIR)
     data = CACHE / "docker"
     data.mkdir(parents=True, exist_ok=True)
     # The images stay cached; the networks an earlier dockerd stored would be restored with their bridges (docker0).

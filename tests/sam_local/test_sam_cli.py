@@ -16,6 +16,7 @@ import http.client
 import json
 import os
 import random
+import shlex
 import subprocess
 import sys
 from urllib.parse import urlsplit
@@ -25,7 +26,7 @@ import harness
 import pytest
 from botocore.config import Config
 from payloads import real_pairs
-from support import ROOT
+from support import ROOT, documented_block
 from validation_cases import RULE_CASES
 
 EVENTS = ROOT / "events"
@@ -43,17 +44,24 @@ def without_trace(payload):
     return payload
 
 
-def function_of(path):
-    return "ChrfComponentsFunction"
+INVOKE_MARKER = ("<!-- not run by the suite: it needs a container engine; tests/sam_local/test_sam_cli.py runs it for "
+                 "every event -->")
+SAM_ON_PATH = os.path.join(os.path.dirname(sys.executable), "sam")  # the project's, as make setup-sam puts it
 
 
 @pytest.mark.parametrize("path", SAMPLES, ids=lambda path: path.stem)
 def test_every_sample_event_through_sam_local_invoke_equals_its_expected_file(docker_host, lambda_image,
                                                                              sam_template, path):
+    """The command docs/deploy-and-pipelines.md shows, on every sample event: with the image flags a machine
+    without a container registry needs, on the x86_64 copy of the build."""
+    [command] = documented_block("docs/deploy-and-pipelines.md", INVOKE_MARKER)
+    words = shlex.split(command)
+    assert words[:3] == ["sam", "local", "invoke"] and words[4] == "-e" and len(words) == 6, command
+    words[5] = str(path)
     completed = subprocess.run(
-        [str(harness.SAM), "local", "invoke", function_of(path), "-t", str(sam_template), "-e", str(path),
-         "--invoke-image", lambda_image, "--skip-pull-image", "--container-host-interface", "127.0.0.1"],
-        env=harness.docker_env(docker_host), capture_output=True, text=True, timeout=300, cwd=sam_template.parent)
+        [SAM_ON_PATH, *words[1:], "-t", str(sam_template), "--invoke-image", lambda_image, "--skip-pull-image",
+         "--container-host-interface", "127.0.0.1"],
+        env=harness.docker_env(docker_host), capture_output=True, text=True, timeout=300, cwd=ROOT)
     harness.remove_sam_containers(docker_host)
     assert completed.returncode == 0, completed.stderr[-3000:]
     assert without_trace(json.loads(completed.stdout)) == expected_for(path)
