@@ -75,7 +75,7 @@ $(BIN)/sam: $(SAM_VENV)/.installed $(VENV)/.installed
 SYSTEM_PACKAGES := docker.io mmdebstrap qemu-user-static
 setup-system:
 	@command -v dpkg >/dev/null 2>&1 || { echo "make test: not Debian or Ubuntu: for every test, install a container engine, mmdebstrap and qemu-user-static yourself"; exit 0; }; \
-	missing=$$(for package in $(SYSTEM_PACKAGES); do dpkg -s $$package >/dev/null 2>&1 || printf '%s ' $$package; done); \
+	missing=$$(for package in $(SYSTEM_PACKAGES); do dpkg-query -W -f '$${Status}' $$package 2>/dev/null | grep -q 'ok installed' || printf '%s ' $$package; done); \
 	[ -n "$$missing" ] || exit 0; \
 	if [ "$$(id -u)" = 0 ]; then apt="apt-get"; elif sudo -n true 2>/dev/null; then apt="sudo -n apt-get"; else \
 		echo "make test: missing Debian packages $${missing}(their tests will skip): sudo apt-get install $${missing% }"; exit 0; fi; \
