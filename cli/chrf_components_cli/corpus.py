@@ -90,14 +90,14 @@ def score_files(
         references = reference_streams[0]
         _observe(facts, hypotheses, references, settings.word_order > 0)
         if per_segment:
-            counts = settings.segment_counts(hypotheses, reference_streams)
+            counts = settings.segment_counts(hypotheses, reference_streams, references_per_segment=False)
             parts.append(chrf_core.Counts.of_array(settings, len(hypotheses), counts.sum(axis=0)))
             for index, orders in enumerate(counts.tolist()):
                 score = settings.exact_score(orders)
                 histogram[min(HISTOGRAM_BINS - 1, int(score * HISTOGRAM_BINS / 100))] += 1
                 lowest.offer(score, first + index, hypotheses[index], references[index])
         else:
-            parts.append(settings.corpus_counts(hypotheses, reference_streams))
+            parts.append(settings.corpus_counts(hypotheses, reference_streams, references_per_segment=False))
         if progress:
             progress(facts.segments)
         if len(parts) > 1:

@@ -59,7 +59,7 @@ def command_segments(args: argparse.Namespace) -> int:
         out = sys.stdout
         line = 1
         for hypotheses, *references in aligned_chunks(files):
-            counts = settings.segment_counts(hypotheses, references)
+            counts = settings.segment_counts(hypotheses, references, references_per_segment=False)
             if args.json:
                 out.write(settings.json_lines(counts, line))
             else:

@@ -90,4 +90,4 @@ def test_an_exact_tie_between_references_goes_to_the_first():
 ])
 def test_malformed_reference_streams_are_errors_naming_the_place(references, error):
     with pytest.raises(InvalidInputError, match=error):
-        CHRF().corpus_score(["a", "b"], references)
+        CHRF().corpus_score(["a", "b"], references, references_per_segment=False)

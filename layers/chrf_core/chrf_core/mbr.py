@@ -28,7 +28,7 @@ from .contract import TEXT_KEYS, Settings
 from .errors import InvalidInputError, describe
 from .formula import exact_score
 from .kernel import chosen, weighted_counts
-from .texts import MAX_TEXT_LENGTH, check_encodable, check_flag, check_strings, not_one_text
+from .texts import MAX_TEXT_LENGTH, check_encodable, check_flag, check_ordered, check_side, check_strings
 
 if TYPE_CHECKING:
     import numpy
@@ -63,7 +63,7 @@ def checked(hypotheses: Sequence[str], references: Sequence[str],
         if sides and texts is hypotheses:  # the samples as their own pseudo-references: checked once, kept one list
             sides.append(sides[0])
             continue
-        not_one_text(key, texts)
+        check_side(key, texts)
         listed = list(texts)
         if not listed:
             raise InvalidInputError(key, "at least 1 segment, got 0")
@@ -87,6 +87,7 @@ def integer_weights(weights: Any, references: int) -> list[int] | None:
     values), as integers in the same proportions (exactly: a float is the rational it stands for); None for none."""
     if weights is None:
         return None
+    check_ordered("weights", weights)
     if isinstance(weights, (str, bytes)) or (not isinstance(weights, Iterable) and not hasattr(weights, "tolist")):
         raise TypeError(f"weights: expected a sequence of numbers (one per reference), got {type(weights).__name__}")
     values = weights.tolist() if hasattr(weights, "tolist") else list(weights)
@@ -133,7 +134,7 @@ def batch(score_set: Callable[[list[str], list[str], int], Result], hypothesis_s
     (each set on one), a single set over them by rows."""
     given_sets = []
     for key, given in (("hypothesis_sets", hypothesis_sets), ("reference_sets", reference_sets)):
-        not_one_text(key, given)
+        check_side(key, given)
         listed = list(given)  # any iterable of sets, a generator included
         if listed and isinstance(listed[0], str):
             raise TypeError(f"{key}: expected a sequence of sets of texts (one set per source sentence), got a "

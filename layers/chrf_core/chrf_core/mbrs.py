@@ -90,7 +90,7 @@ def metric_class() -> type:
 
         def corpus_score(self, hypotheses: list[str], references_lists: list[list[str]],
                          sources: list[str] | None = None) -> float:
-            return float(self.chrf.corpus_score(hypotheses, references_lists).exact)
+            return float(self.chrf.corpus_score(hypotheses, references_lists, references_per_segment=False).exact)
 
     register(NAME)(MetricChrfCore)
     return MetricChrfCore

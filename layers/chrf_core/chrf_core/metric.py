@@ -30,11 +30,11 @@ chrf_core.errors.InvalidInputError: beta: must be an integer from 1 to 16, got 0
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence, Sized
 from dataclasses import InitVar, dataclass
 from fractions import Fraction
 from itertools import islice
-from typing import TYPE_CHECKING, Any, Literal, overload
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, overload
 
 from . import mbr
 from .contract import AVERAGINGS, INTEGER_RANGES, NORMALIZATIONS, SETTING_KEYS, TEXT_KEYS, TOOL, VERSION
@@ -43,7 +43,7 @@ from .errors import InvalidInputError, describe, unknown_key_error
 from .formula import exact_score, float_scores
 from .kernel import Triple
 from .report import Report, json_lines, report_of, score_texts
-from .texts import check_chunk, check_flag, not_one_text
+from .texts import check_chunk, check_flag, check_side
 
 if TYPE_CHECKING:
     import numpy
@@ -180,22 +180,28 @@ class CHRF:
 
     # ---- scoring ---------------------------------------------------------------------------------------------
 
-    def corpus_score(self, hypotheses: Iterable[str], references: References) -> Report:
+    def corpus_score(self, hypotheses: Iterable[str], references: References, *,
+                     references_per_segment: bool | None = None) -> Report:
         """The corpus score of line-aligned segments, with every order's counts and exact fractions; ``to_dict()``
         is the contract's JSON output (the service's and the corpus pipeline's for the same segments).
 
-        ``references`` as sacreBLEU takes it, a list holding one reference stream, or that stream itself. Any
-        iterables, of any length: they are read CHUNK segments at a time."""
-        return report_of(self.corpus_counts(hypotheses, references))
+        ``references`` as sacreBLEU takes it: a list of reference streams (one per reference translation, each
+        holding every segment's; ``None`` where a segment lacks that one), or one stream itself. Any iterables, of
+        any length: they are read CHUNK segments at a time. With ``references_per_segment=True``, one list of
+        references per segment instead (Hugging Face's and torchmetrics' layout; read whole). A list of N lists of N
+        texts for N >= 2 hypotheses, which both layouts could mean, is refused unless ``references_per_segment``
+        says which (False: sacreBLEU's)."""
+        return report_of(self.corpus_counts(hypotheses, references, references_per_segment=references_per_segment))
 
-    def corpus_counts(self, hypotheses: Iterable[str],
-                      references: References) -> Counts:
+    def corpus_counts(self, hypotheses: Iterable[str], references: References, *,
+                      references_per_segment: bool | None = None) -> Counts:
         """The per-order counts behind :meth:`corpus_score`: mergeable with other segments' counts
         (:meth:`Counts.merge`), scored by :meth:`report`."""
         parts = [count_segments(hypothesis_chunk, reference_chunks[0], self) if len(reference_chunks) == 1 else
                  Counts.of_array(self, len(hypothesis_chunk), self._best_rows(hypothesis_chunk, reference_chunks)
                                  .sum(axis=0))
-                 for hypothesis_chunk, reference_chunks in _chunks(*_streams(hypotheses, references))]
+                 for hypothesis_chunk, reference_chunks in _chunks(_streams(hypotheses, references,
+                                                                            references_per_segment))]
         if not parts:
             raise InvalidInputError(TEXT_KEYS[0], "at least 1 segment, got 0")
         return Counts.merge(parts)
@@ -207,39 +213,42 @@ class CHRF:
             raise TypeError(f"hypothesis: expected a str, got {type(hypothesis).__name__}")
         if isinstance(references, str):
             return self.corpus_score([hypothesis], [references])
+        check_side(TEXT_KEYS[1], references)
         if not references:
             raise InvalidInputError(TEXT_KEYS[1], "at least 1 reference, got 0")
-        return self.corpus_score([hypothesis], [[reference] for reference in references])
+        return self.corpus_score([hypothesis], [list(references)], references_per_segment=True)
 
     @overload
-    def segment_scores(self, hypotheses: Iterable[str], references: References,
-                       exact: Literal[False] = False) -> numpy.ndarray | Iterator[float]: ...
+    def segment_scores(self, hypotheses: Iterable[str], references: References, exact: Literal[False] = False, *,
+                       references_per_segment: bool | None = None) -> numpy.ndarray | Iterator[float]: ...
 
     @overload
-    def segment_scores(self, hypotheses: Iterable[str], references: References,
-                       exact: Literal[True]) -> Iterator[Fraction]: ...
+    def segment_scores(self, hypotheses: Iterable[str], references: References, exact: Literal[True], *,
+                       references_per_segment: bool | None = None) -> Iterator[Fraction]: ...
 
-    def segment_scores(self, hypotheses: Iterable[str], references: References,
-                       exact: bool = False) -> numpy.ndarray | Iterator[float] | Iterator[Fraction]:
+    def segment_scores(self, hypotheses: Iterable[str], references: References, exact: bool = False, *,
+                       references_per_segment: bool | None = None
+                       ) -> numpy.ndarray | Iterator[float] | Iterator[Fraction]:
         """Each segment's own score (0..100), in order: a float64 NumPy array when both sides are sequences, else
         an iterator that reads the segments as it goes; with ``exact``, an iterator of exact Fractions. The floats
-        come from one vectorised formula, within 1e-12 of the exact value (which ``exact`` gives)."""
-        hypotheses, references = _streams(hypotheses, references)
+        come from one vectorised formula, within 1e-12 of the exact value (which ``exact`` gives). ``references``
+        and ``references_per_segment`` as for :meth:`corpus_score`."""
+        sides = _streams(hypotheses, references, references_per_segment)
         if check_flag("exact", exact):
-            return (exact_score(self, orders) for orders in self._segment_rows(hypotheses, references))
-        floats = (float_scores(self, self._best_rows(*chunk)) for chunk in _chunks(hypotheses, references))
-        if isinstance(hypotheses, Sequence) and all(isinstance(stream, Sequence) for stream in references):
+            return (exact_score(self, orders) for orders in self._segment_rows(sides))
+        floats = (float_scores(self, self._best_rows(*chunk)) for chunk in _chunks(sides))
+        if isinstance(sides.hypotheses, Sequence) and all(isinstance(stream, Sequence) for stream in sides.streams):
             import numpy
 
             parts = list(floats)
             return numpy.concatenate(parts) if parts else numpy.empty(0)
         return (score for part in floats for score in part.tolist())
 
-    def segment_reports(self, hypotheses: Iterable[str],
-                        references: References) -> Iterator[Report]:
+    def segment_reports(self, hypotheses: Iterable[str], references: References, *,
+                        references_per_segment: bool | None = None) -> Iterator[Report]:
         """Each segment's own report, in order, as the segments are read."""
-        hypotheses, references = _streams(hypotheses, references)
-        return (report_of(Counts(self, 1, orders)) for orders in self._segment_rows(hypotheses, references))
+        sides = _streams(hypotheses, references, references_per_segment)
+        return (report_of(Counts(self, 1, orders)) for orders in self._segment_rows(sides))
 
     def pairwise(self, hypotheses: Sequence[str], references: Sequence[str], *,
                  threads: int | None = None) -> numpy.ndarray:
@@ -292,38 +301,40 @@ class CHRF:
 
     # ---- counts, and what is made of them (for the command line, the functions and other tools) ----------------
 
-    def segment_counts(self, hypotheses: Sequence[str], references: References) -> numpy.ndarray:
+    def segment_counts(self, hypotheses: Sequence[str], references: References, *,
+                       references_per_segment: bool | None = None) -> numpy.ndarray:
         """Each segment's own per-order counts: an int64 NumPy array shaped (segments, orders, 3), (hypothesis
         n-grams, reference n-grams, matches) per order, for :meth:`float_scores`, :meth:`score_texts`,
         :meth:`json_lines` or summing (:meth:`Counts.of_array`). Line-aligned texts, checked; with several
         reference streams, each segment's counts against its best reference (as :meth:`corpus_score`)."""
         import numpy
 
-        rows = [self._best_rows(*chunk) for chunk in _chunks(*_streams(hypotheses, references))]
+        rows = [self._best_rows(*chunk) for chunk in _chunks(_streams(hypotheses, references,
+                                                                      references_per_segment))]
         if len(rows) == 1:
             return rows[0]
         return numpy.concatenate(rows) if rows else numpy.empty((0, self.orders, 3), dtype=numpy.int64)
 
-    def system_counts(self, hypothesis_sets: Sequence[Sequence[str]], references: References) -> numpy.ndarray:
+    def system_counts(self, hypothesis_sets: Sequence[Sequence[str]], references: References, *,
+                      references_per_segment: bool | None = None) -> numpy.ndarray:
         """Several systems' own segment counts against the same references: an int64 NumPy array shaped (systems,
         segments, orders, 3), for each system what :meth:`segment_counts` gives, each reference counted once per
         segment rather than once per system (comparing systems). Line-aligned texts, checked."""
         import numpy
 
-        not_one_text("hypothesis_sets", hypothesis_sets)
+        check_side("hypothesis_sets", hypothesis_sets)
         systems = list(hypothesis_sets)
         if not systems:
             raise InvalidInputError("hypothesis_sets", "at least 1 system, got 0")
         for index, system in enumerate(systems):
-            not_one_text(f"hypothesis_sets[{index}]", system)
-            if not isinstance(system, Sequence):
-                raise TypeError(f"hypothesis_sets[{index}]: expected a sequence of segments, got "
-                                f"{type(system).__name__}")
+            check_side(f"hypothesis_sets[{index}]", system)
+            if not isinstance(system, Sequence):  # a NumPy array, a generator: read whole
+                systems[index] = system = list(system)
             if len(system) != len(systems[0]):
                 raise InvalidInputError(f"hypothesis_sets[{index}]", f"must have as many segments as the first "
                                                                      f"system, {len(systems[0])}, got {len(system)}")
         parts, offset = [], 0
-        for first, reference_chunks in _chunks(*_streams(systems[0], references)):
+        for first, reference_chunks in _chunks(_streams(systems[0], references, references_per_segment)):
             chunks = [first] + [system[offset:offset + len(first)] for system in systems[1:]]
             for index, chunk in enumerate(chunks[1:], 1):
                 try:
@@ -385,9 +396,8 @@ class CHRF:
         orders = tuple((o["hypothesis_ngrams"], o["reference_ngrams"], o["matching_ngrams"]) for o in output["orders"])
         return report_of(Counts(settings, output["segment_count"], orders))
 
-    def _segment_rows(self, hypotheses: Iterable[str],
-                      references: list[Iterable[Any]]) -> Iterator[tuple[Triple, ...]]:
-        for chunk in _chunks(hypotheses, references):
+    def _segment_rows(self, sides: Sides) -> Iterator[tuple[Triple, ...]]:
+        for chunk in _chunks(sides):
             for row in self._best_rows(*chunk).tolist():
                 yield tuple(map(tuple, row))
 
@@ -444,31 +454,82 @@ def _present(stream: list[Any]) -> list[str]:
     return [text if text is not None else "" for text in stream] if None in stream else stream
 
 
-def _streams(hypotheses: Iterable[str], references: References) -> tuple[Iterable[str], list[Iterable[Any]]]:
+class Sides(NamedTuple):
+    """The hypotheses and the reference streams; ``hint`` is what to add to a message about unequal lengths."""
+
+    hypotheses: Iterable[str]
+    streams: list[Iterable[Any]]
+    hint: str = ""
+
+
+PER_SEGMENT = ("if each inner list holds one segment's references (Hugging Face's and torchmetrics' layout), pass "
+               "references_per_segment=True")
+
+
+def _streams(hypotheses: Iterable[str], references: References, per_segment: bool | None = None) -> Sides:
     """The hypotheses and the reference streams: ``references`` as sacreBLEU takes it, a list of streams (one per
-    reference translation, ``None`` where a segment lacks that one), or a single stream itself."""
-    not_one_text(TEXT_KEYS[0], hypotheses)
-    not_one_text(TEXT_KEYS[1], references)
+    reference translation, ``None`` where a segment lacks that one), or a single stream itself; with
+    ``per_segment``, one list of references per segment, turned into streams. A layout is never guessed: N lists of
+    N texts for N >= 2 hypotheses, which both could mean, need ``per_segment`` to say which."""
+    check_side(TEXT_KEYS[0], hypotheses)
+    check_side(TEXT_KEYS[1], references)
+    if per_segment is not None:
+        check_flag("references_per_segment", per_segment)
+    if per_segment:
+        return Sides(hypotheses, _transposed(references))
     if isinstance(references, Sequence) and references and isinstance(references[0], Iterable) and not isinstance(
             references[0], (str, bytes)):
         for index, stream in enumerate(references):
-            not_one_text(f"references[{index}]", stream)
-        return hypotheses, list(references)
-    return hypotheses, [references]
+            check_side(f"references[{index}]", stream)
+        if per_segment is None:
+            _refuse_either_reading(hypotheses, references)
+        return Sides(hypotheses, list(references), PER_SEGMENT)
+    return Sides(hypotheses, [references])
 
 
-def _chunks(hypotheses: Iterable[str], streams: list[Iterable[Any]]) -> Iterator[tuple[list[str], list[list[Any]]]]:
+def _refuse_either_reading(hypotheses: Iterable[str], references: Sequence[Iterable[Any]]) -> None:
+    count = len(hypotheses) if isinstance(hypotheses, Sized) else None
+    if count is None or count < 2 or len(references) != count or not all(
+            isinstance(stream, Sized) and len(stream) == count for stream in references):
+        return
+    raise InvalidInputError(TEXT_KEYS[1], f"{count} lists of {count} texts for {count} hypotheses read two ways: as "
+                                          f"{count} reference streams, sacreBLEU's layout (references[k][i] is "
+                                          f"reference k of segment i), or as one list of references per segment, "
+                                          f"Hugging Face's and torchmetrics' (references[i][k]); say which: "
+                                          f"references_per_segment=False or references_per_segment=True")
+
+
+def _transposed(references: Any) -> list[Iterable[Any]]:
+    """One list of references per segment (as many as each has) as reference streams, None where a segment has
+    fewer than the most."""
+    segments = []
+    for index, texts in enumerate(references):
+        if isinstance(texts, (str, bytes)):
+            raise TypeError(f"references[{index}]: with references_per_segment=True, expected the list of segment "
+                            f"{index}'s references, got a single {type(texts).__name__}; wrap it in a list")
+        check_side(f"references[{index}]", texts)
+        listed = list(texts)
+        if not listed:
+            raise InvalidInputError(TEXT_KEYS[1], "at least 1 reference per segment, got 0", index=index)
+        segments.append(listed)
+    width = max(map(len, segments), default=1)
+    return [[texts[k] if k < len(texts) else None for texts in segments] for k in range(width)]
+
+
+def _chunks(sides: Sides) -> Iterator[tuple[list[str], list[list[Any]]]]:
     """Aligned chunks of checked texts, one list per reference stream; unequal numbers of segments are an error when
     the shorter side ends. With several streams a reference may be None (that segment lacks it), not all of one
     segment's."""
+    streams = sides.streams
     several = len(streams) > 1
     offset = 0
-    for hypothesis_chunk, reference_chunks in _read_chunks(hypotheses, streams):
+    for hypothesis_chunk, reference_chunks in _read_chunks(sides.hypotheses, streams):
         for index, chunk in enumerate(reference_chunks):
             if len(chunk) != len(hypothesis_chunk):
                 found = f"more than {offset}" if len(chunk) > len(hypothesis_chunk) else \
                     f"only {offset + len(chunk)}"
-                raise InvalidInputError(TEXT_KEYS[1], f"must have as many segments as hypotheses, got {found}",
+                hint = f"; {sides.hint}" if sides.hint else ""
+                raise InvalidInputError(TEXT_KEYS[1], f"must have as many segments as hypotheses, got {found}{hint}",
                                         subject=f"references[{index}]" if several else None)
         if not hypothesis_chunk:
             return

@@ -3,7 +3,8 @@ UTF-8 (no lone surrogate), at most MAX_TEXT_LENGTH code points; and a side's seg
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, MappingView, Sequence
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 from .errors import LONE_SURROGATE, InvalidInputError, describe
@@ -62,11 +63,25 @@ def check_chunk(key: str, texts: Sequence[Any], offset: int = 0) -> None:
         check_length(key, texts, offset)
 
 
-def not_one_text(name: str, texts: object) -> None:
-    """A single str where a side's segments belong is a mistake (it would be scored one character per segment)."""
+def check_side(name: str, texts: object) -> None:
+    """What may stand where a side's segments (or its streams, candidate sets, weights) belong: anything iterated in
+    a fixed order. A single str would be scored one character per segment; a set, a dict or a dict view has no order
+    of its own (a set of str is ordered by hash, which changes from run to run), so lines would be paired at
+    random: both are TypeErrors naming the argument."""
     if isinstance(texts, (str, bytes)):
         raise TypeError(f"{name}: expected a sequence of segments (one str each), got a single "
                         f"{type(texts).__name__}; wrap it in a list")
+    check_ordered(name, texts)
+
+
+UNORDERED = (AbstractSet, Mapping, MappingView)
+
+
+def check_ordered(name: str, value: object) -> None:
+    """A set, a dict or a dict view where values are paired by position is a TypeError naming the argument."""
+    if isinstance(value, UNORDERED):
+        raise TypeError(f"{name}: expected a sequence in order (a list, a tuple, an array or a generator), got a "
+                        f"{type(value).__name__}, which has no order of its own")
 
 
 def check_flag(name: str, value: object) -> bool:
