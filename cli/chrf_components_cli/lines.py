@@ -155,6 +155,22 @@ def aligned_chunks(files: list[LineFile]) -> Iterator[list[list[str]]]:
         raise InputError(f"{' and '.join(file.label for file in files)} are empty")
 
 
+def check_line_counts(files: list[LineFile]) -> None:
+    """When every input is a regular file, their line counts compared before anything is read for output (so a
+    command that prints as it reads prints nothing before the error); pipes are compared as they are read."""
+    if not all(file.finite and file.size is not None and file.name != "-" for file in files):
+        return
+    counted = [LineFile(file.name, file.label) for file in files]
+    try:
+        for file in counted:
+            file.count_rest()
+        if len({file.lines for file in counted}) > 1:
+            raise InputError(_mismatch(counted))
+    finally:
+        for file in counted:
+            file.close()
+
+
 def _mismatch(files: list[LineFile]) -> str:
     shortest = min(file.lines for file in files)
     counted = {id(file): file.count_rest() for file in files}

@@ -147,6 +147,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    if sys.stderr is None:  # started with stderr closed: messages and progress go nowhere, the results still out
+        descriptor = os.open(os.devnull, os.O_WRONLY)  # on descriptor 2 itself, which a file opened later would take
+        if descriptor != 2:
+            os.dup2(descriptor, 2)
+            os.close(descriptor)
+        sys.stderr = open(2, "w", encoding="utf-8", closefd=False)  # noqa: SIM115 (for the life of the process)
+    if sys.stdout is None:  # started with stdout closed: nothing could be written, so nothing is run
+        print("chrf-components: error: standard output is closed (the results would be lost)", file=sys.stderr)
+        return EXIT_USAGE
     parser = build_parser()
     try:
         args = parser.parse_args(argv)

@@ -8,7 +8,7 @@ import json
 import sys
 
 from .common import CommandError, open_inputs, same_file_key, settings_from, write_output
-from .lines import aligned_chunks
+from .lines import aligned_chunks, check_line_counts
 
 
 def command_score(args: argparse.Namespace) -> int:
@@ -58,6 +58,7 @@ def command_segments(args: argparse.Namespace) -> int:
             return 0
         out = sys.stdout
         line = 1
+        check_line_counts(files)  # every line is printed as it is scored: a mismatch must show first
         for hypotheses, *references in aligned_chunks(files):
             counts = settings.segment_counts(hypotheses, references, references_per_segment=False)
             if args.json:

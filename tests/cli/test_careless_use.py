@@ -41,6 +41,40 @@ def test_output_to_a_full_disk_is_one_line_on_stderr_and_exit_2(argv):
     assert "cannot write the output (No space left on device)" in completed.stderr
 
 
+OUTPUTS = [["score", HYP_EN, REF_EN], ["score", HYP_EN, REF_EN, "--json"], ["segments", HYP_EN, REF_EN],
+           ["compare", REF_EN, HYP_EN, REF_EN, "--bootstrap", "10"]]
+
+
+def closed(argv, which, tmp_path):
+    """The command started with descriptor 1 or 2 closed (as ``>&-`` / ``2>&-`` do): exit code, stdout, stderr."""
+    out, err = tmp_path / "out", tmp_path / "err"
+    redirections = {"stdout": f">&- 2>{err}", "stderr": f"2>&- >{out}"}[which]
+    command = " ".join([CONSOLE_SCRIPT, *map(str, argv), redirections])
+    code = subprocess.run(["bash", "-c", command], timeout=120, check=False).returncode
+    return code, out.read_text() if out.exists() else "", err.read_text() if err.exists() else ""
+
+
+@pytest.mark.parametrize("argv", OUTPUTS, ids=lambda argv: " ".join(str(a) for a in argv if a not in (HYP_EN, REF_EN)))
+def test_a_closed_stdout_is_one_line_and_exit_2_before_any_work(argv, tmp_path):
+    code, _, err = closed(argv, "stdout", tmp_path)
+    assert one_line_error(code, err) and "standard output is closed" in err, err
+
+
+@pytest.mark.parametrize("argv", OUTPUTS, ids=lambda argv: " ".join(str(a) for a in argv if a not in (HYP_EN, REF_EN)))
+def test_a_closed_stderr_still_writes_the_results_and_their_exit_code(argv, tmp_path):
+    code, out, _ = closed(argv, "stderr", tmp_path)
+    expected = subprocess.run([CONSOLE_SCRIPT, *map(str, argv)], capture_output=True, text=True, timeout=120)
+    assert (code, out) == (expected.returncode, expected.stdout) and code == 0 and out
+
+
+def test_segments_finds_a_line_count_mismatch_between_regular_files_before_printing_anything(capsys, tmp_path):
+    (tmp_path / "h").write_text("a b\nc d\n", encoding="utf-8")
+    (tmp_path / "r").write_text("a b\nc d\ne f\n", encoding="utf-8")
+    code, out, err = run(capsys, "segments", tmp_path / "h", tmp_path / "r")
+    assert (code, out) == (2, "") and one_line_error(code, err)
+    assert "HYP_FILE has 2 lines, REF_FILE has 3 lines; files must be line-aligned" in err
+
+
 @pytest.mark.parametrize(("flags", "message"), [
     (["--seed", "-1"], "--seed must be 0 or more, got -1"),
     (["--bootstrap", "100000000"], "both to 100000"),
