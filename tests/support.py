@@ -94,3 +94,10 @@ def documented_block(page, marker):
     assert found, f"{page}: no ```sh block after {marker!r}"
     return [line.split("  #", 1)[0].strip() for line in found.group(1).splitlines()
             if line.strip() and not line.lstrip().startswith("#")]
+
+
+def contract_part(document):
+    """Of a JSON document the command line prints (a report with what the command adds: signature, files, ...),
+    the contract's output object alone, in its key order."""
+    keys = CONTRACT["output_schema"]["properties"]
+    return {key: value for key, value in document.items() if key in keys}

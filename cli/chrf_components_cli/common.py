@@ -7,7 +7,7 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import NoReturn
+from typing import NamedTuple, NoReturn
 
 import chrf_core
 from chrf_core.contract import SETTING_KEYS
@@ -45,6 +45,36 @@ def settings_from(args: argparse.Namespace) -> chrf_core.CHRF:
             detail = re.sub(rf"\b{key}\b", flag, detail)
         flag = FLAGS.get(error.field or "", error.field or "settings")
         raise CommandError(detail if flag in detail else f"{flag}: {detail}") from None
+
+
+class Inputs(NamedTuple):
+    """The files of a research command by role: the hypotheses (one file, or the systems of ``compare``, the
+    baseline first) and the reference files."""
+
+    hypotheses: list[str]
+    references: list[str]
+
+
+def input_roles(args: argparse.Namespace, systems: bool = False) -> Inputs:
+    """Which file is read as what, from either spelling: the bare positional form (``HYP REF...``; ``compare``:
+    ``REF BASELINE SYSTEM...``) or sacreBLEU's (``REF... -i HYP``, ``REF... -i BASELINE SYSTEM...``)."""
+    if args.metrics is not None and args.metrics != ["chrf"]:
+        raise CommandError(f"-m {' '.join(args.metrics)}: this tool computes chrF only (-m chrf)")
+    if args.input is not None:
+        hypotheses, references = args.input, args.files
+    elif systems:
+        hypotheses, references = args.files[1:], args.files[:1]
+    else:
+        hypotheses, references = args.files[:1], args.files[1:]
+    if systems and len(hypotheses) < 2:
+        raise CommandError("compare needs a baseline and at least one system: REF BASELINE SYSTEM [SYSTEM ...], or "
+                           "REF [REF ...] -i BASELINE SYSTEM [SYSTEM ...]")
+    if not systems and len(hypotheses) != 1:
+        raise CommandError("give one hypothesis file: -i HYP_FILE (compare takes several systems)")
+    if not references:
+        raise CommandError("give at least one reference file: HYP_FILE REF_FILE [REF_FILE ...], or REF_FILE "
+                           "[REF_FILE ...] -i HYP_FILE")
+    return Inputs(hypotheses, references)
 
 
 def write_output(target: str, text: str) -> None:

@@ -1,9 +1,11 @@
 """The `chrf-components` command line: explain scores, score segments, compare systems, run or call the service.
 
-    chrf-components score HYP REF [settings] [--json] [--html FILE]
-    chrf-components segments HYP REF [settings] [--json] [--worst N]
+    chrf-components score HYP REF [REF ...] [settings] [--json] [--html FILE] [-b [-w N]]
+    chrf-components segments HYP REF [REF ...] [settings] [--json] [--worst N]
     chrf-components compare REF BASELINE SYSTEM [SYSTEM ...] [settings] [--bootstrap N] [--randomization N]
                             [--seed S] [--json] [--html FILE]
+        (each also in sacreBLEU's order: REF [REF ...] -i HYP, REF [REF ...] -i BASELINE SYSTEM ...; -m chrf,
+        --chrf-word-order and sacreBLEU's other chrF flags are taken as they are)
     chrf-components request FILE|- [--url EXECUTE_URL | --function NAME_OR_ARN]
     chrf-components invoke EVENT_FILE [--function LOGICAL_ID] [--template PATH]
     chrf-components invoke [LOGICAL_ID] -e EVENT_FILE [--template PATH]          (as sam local invoke)
@@ -24,7 +26,7 @@ import sys
 from collections.abc import Sequence
 
 import chrf_core
-from chrf_core.contract import AVERAGINGS, NORMALIZATIONS
+from chrf_core.contract import AVERAGINGS, NORMALIZATIONS, TOOL, VERSION
 
 from . import research, service_commands
 from .common import EXIT_USAGE, CommandError, Parser
@@ -42,49 +44,78 @@ def port(text: str) -> int:
 
 
 def add_settings(parser: argparse.ArgumentParser, library: bool = True) -> None:
-    """The scoring flags; ``library``: the commands scored here (not by the service) also take --normalize."""
+    """The scoring flags, each also under sacreBLEU's name (--chrf-word-order, -cw, ...); ``library``: the commands
+    scored here (not by the service) also take --normalize and sacreBLEU's -m chrf."""
     defaults = chrf_core.CHRF()
-    parser.add_argument("--char-order", type=int, default=defaults.char_order,
+    parser.add_argument("--char-order", "--chrf-char-order", "-cc", dest="char_order", type=int,
+                        default=defaults.char_order,
                         help=f"character n-gram orders 1..N (default {defaults.char_order})")
-    parser.add_argument("--word-order", type=int, default=defaults.word_order,
+    parser.add_argument("--word-order", "--chrf-word-order", "-cw", dest="word_order", type=int,
+                        default=defaults.word_order,
                         help=f"word n-gram orders 1..N (default {defaults.word_order}; 2 gives chrF++)")
-    parser.add_argument("--beta", type=int, default=defaults.beta, help=f"recall weight (default {defaults.beta})")
-    parser.add_argument("--lowercase", action="store_true", help="lowercase both sides first")
-    parser.add_argument("--include-whitespace", action="store_true", help="keep whitespace in character n-grams")
+    parser.add_argument("--beta", "--chrf-beta", dest="beta", type=int, default=defaults.beta,
+                        help=f"recall weight (default {defaults.beta})")
+    parser.add_argument("--lowercase", "--chrf-lowercase", dest="lowercase", action="store_true",
+                        help="lowercase both sides first")
+    parser.add_argument("--include-whitespace", "--chrf-whitespace", dest="include_whitespace", action="store_true",
+                        help="keep whitespace in character n-grams")
     parser.add_argument("--averaging", choices=AVERAGINGS, default=defaults.averaging,
                         help="average P and R over orders (sacreBLEU) or F per order (chrF++.py)")
+    parser.add_argument("--chrf-eps-smoothing", dest="averaging", action="store_const", const=AVERAGINGS[1],
+                        help=f"sacreBLEU's name for --averaging {AVERAGINGS[1]} (chrF++.py's arithmetic)")
     if library:
-        parser.add_argument("--normalize", choices=NORMALIZATIONS,
+        parser.add_argument("--normalize", type=str.upper, choices=NORMALIZATIONS,
                             help="Unicode-normalize both sides first (recorded in the signature; not the service's)")
+        parser.add_argument("-m", "--metrics", nargs="+", type=str.lower, metavar="chrf",
+                            help="sacreBLEU's metric choice: chrf is the one metric this tool computes")
+
+
+def add_files(parser: argparse.ArgumentParser, bare: str, several_inputs: bool = False) -> None:
+    """Input files given two ways: the bare positional form ``bare`` names (hypotheses first), or sacreBLEU's,
+    reference files positional and the hypotheses (or systems) with -i/--input."""
+    parser.add_argument("files", metavar="FILE", nargs="+", help=f"{bare}; with -i, the reference files alone")
+    parser.add_argument("-i", "--input", metavar="SYS" if several_inputs else "HYP_FILE", nargs="+",
+                        help="the hypotheses (sacreBLEU's -i): then every positional file is a reference file"
+                             + (" (the first system is the baseline)" if several_inputs else ""))
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="chrf-components", description="Exact chrF / chrF++ components per n-gram order: explain "
                     "scores, score segments, compare systems, and run or call the service.")
+    parser.add_argument("--version", "-V", action="version", version=f"{TOOL} {VERSION}")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
 
-    score = commands.add_parser("score", help="score line-aligned files and explain the score by n-gram order")
-    score.add_argument("hyp_file", metavar="HYP_FILE", help="hypotheses, one segment per line ('-' for stdin)")
-    score.add_argument("ref_files", metavar="REF_FILE", nargs="+",
-                       help="references, one segment per line ('-' for stdin); several files: several references "
-                            "per segment, each segment scored against its best (as sacreBLEU)")
+    score = commands.add_parser(
+        "score", help="score line-aligned files and explain the score by n-gram order",
+        usage="%(prog)s HYP_FILE REF_FILE [REF_FILE ...] [settings] [--json] [--html FILE] [-b [-w N]]\n"
+              "       %(prog)s REF_FILE [REF_FILE ...] -i HYP_FILE [settings] ...   (sacreBLEU's order)",
+        description="Files are UTF-8, one segment per line ('-' for stdin); several reference files give several "
+                    "references per segment, each segment scored against its best (as sacreBLEU).")
+    add_files(score, "HYP_FILE then REF_FILE(s)")
     add_settings(score)
     score.add_argument("--json", action="store_true", help="print the report (exact fractions) as JSON")
     score.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report ('-': stdout)")
+    score.add_argument("-b", "--score-only", action="store_true", help="print only the score (as sacreBLEU's -b)")
+    score.add_argument("-w", "--width", type=int, metavar="N",
+                       help="decimals of the score with -b (default 1, as sacreBLEU)")
     score.set_defaults(run=research.command_score)
 
-    segments = commands.add_parser("segments", help="score every segment on its own (sacreBLEU --sentence-level)")
-    segments.add_argument("hyp_file", metavar="HYP_FILE")
-    segments.add_argument("ref_files", metavar="REF_FILE", nargs="+")
+    segments = commands.add_parser(
+        "segments", help="score every segment on its own (sacreBLEU --sentence-level)",
+        usage="%(prog)s HYP_FILE REF_FILE [REF_FILE ...] [settings] [--json] [--worst N]\n"
+              "       %(prog)s REF_FILE [REF_FILE ...] -i HYP_FILE [settings] ...   (sacreBLEU's order)")
+    add_files(segments, "HYP_FILE then REF_FILE(s)")
     add_settings(segments)
     segments.add_argument("--json", action="store_true", help="JSON Lines: each segment's report plus its line")
     segments.add_argument("--worst", type=int, metavar="N", help="only the N lowest-scoring segments, explained")
     segments.set_defaults(run=research.command_segments)
 
-    compare = commands.add_parser("compare", help="compare systems with a baseline: paired significance tests")
-    compare.add_argument("ref_file", metavar="REF", help="references (first, as in sacreBLEU)")
-    compare.add_argument("baseline", metavar="BASELINE", help="the baseline system's output")
-    compare.add_argument("systems", metavar="SYSTEM", nargs="+", help="the systems to compare with it")
+    compare = commands.add_parser(
+        "compare", help="compare systems with a baseline: paired significance tests",
+        usage="%(prog)s REF_FILE BASELINE SYSTEM [SYSTEM ...] [settings] [--bootstrap N | --randomization N]\n"
+              "       %(prog)s REF_FILE [REF_FILE ...] -i BASELINE SYSTEM [SYSTEM ...] [settings] ...   "
+              "(sacreBLEU's order)")
+    add_files(compare, "REF_FILE then BASELINE and SYSTEM(s)", several_inputs=True)
     add_settings(compare)
     compare.add_argument("--bootstrap", type=int, default=1000, metavar="N",
                          help="paired bootstrap resamples, for intervals and p-values (default 1000)")

@@ -25,6 +25,7 @@ import chrf_core
 from chrf_core.contract import ITEM_KEYS
 
 from . import text
+from .common import Inputs
 from .lines import LineFile, aligned_chunks, plural
 
 TIMEOUT = 60
@@ -222,10 +223,10 @@ def _show_progress() -> bool:
     return sys.stderr is not None and sys.stderr.isatty()
 
 
-def _finish(described: dict[str, Any], s3: Any, bucket: str, report_key: str, as_json: bool,
-            say_where: bool = True) -> int:
-    """What `pipeline run` prints when the execution has ended: the report (its table, or the JSON as `score
-    --json` prints it), or the failure in one line (exit code 1)."""
+def _finish(described: dict[str, Any], s3: Any, bucket: str, report_key: str, files: list[LineFile],
+            settings: chrf_core.CHRF, as_json: bool, say_where: bool = True) -> int:
+    """What `pipeline run` prints when the execution has ended: the report as `score` prints it for the same files
+    (its table, or with ``as_json`` its JSON, byte for byte), or the failure in one line (exit code 1)."""
     if described["status"] != "SUCCEEDED":
         print(f"chrf-components pipeline run: {failure_line(described)}", file=sys.stderr)
         return 1
@@ -235,7 +236,9 @@ def _finish(described: dict[str, Any], s3: Any, bucket: str, report_key: str, as
         raise _aws_problem(error) from None
     if say_where:
         print(f"report: s3://{bucket}/{report_key}", file=sys.stderr)
-    print(json.dumps(report, indent=2) if as_json else text.table(chrf_core.CHRF.report_from_dict(report)))
+    inputs = Inputs([files[0].name], [file.name for file in files[1:]])
+    print(text.report_json(report, inputs, settings) if as_json else
+          text.table(chrf_core.CHRF.report_from_dict(report), None, inputs))
     return 0
 
 
@@ -307,7 +310,7 @@ def run_pipeline(stack: str, files: list[LineFile], settings: chrf_core.CHRF, as
         time.sleep(poll_seconds or POLL_SECONDS)
     if tty:
         sys.stderr.write("\r\x1b[K")
-    return _finish(described, s3, bucket, report_key, as_json)
+    return _finish(described, s3, bucket, report_key, files, settings, as_json)
 
 
 def run_local_pipeline(files: list[LineFile], settings: chrf_core.CHRF, template: Path, as_json: bool = False,
@@ -339,4 +342,5 @@ def run_local_pipeline(files: list[LineFile], settings: chrf_core.CHRF, template
             finally:
                 if tty:
                     sys.stderr.write("\r\x1b[K")
-            return _finish(execution.described(), pipeline.s3, pipeline.bucket, report_key, as_json, say_where=False)
+            return _finish(execution.described(), pipeline.s3, pipeline.bucket, report_key, files, settings, as_json,
+                           say_where=False)

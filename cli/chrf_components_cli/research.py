@@ -7,7 +7,9 @@ import argparse
 import json
 import sys
 
-from .common import CommandError, open_inputs, same_file_key, settings_from, write_output
+from chrf_core import score_text
+
+from .common import CommandError, input_roles, open_inputs, same_file_key, settings_from, write_output
 from .lines import aligned_chunks, check_line_counts
 
 
@@ -16,8 +18,11 @@ def command_score(args: argparse.Namespace) -> int:
 
     if args.html == "-" and args.json:
         raise CommandError("--html - and --json both write to standard output; choose one")
+    if args.width is not None and not (args.score_only and 0 <= args.width <= 16):
+        raise CommandError("-w/--width goes with -b/--score-only: decimals from 0 to 16")
     settings = settings_from(args)
-    files = open_inputs((args.hyp_file, "HYP_FILE"), *[(name, "REF_FILE") for name in args.ref_files])
+    inputs = input_roles(args)
+    files = open_inputs((inputs.hypotheses[0], "HYP_FILE"), *[(name, "REF_FILE") for name in inputs.references])
     progress = corpus.progress_printer(files)
     try:
         result = corpus.score_files(files[0], files[1:], settings, per_segment=bool(args.html),
@@ -28,14 +33,16 @@ def command_score(args: argparse.Namespace) -> int:
             file.close()
     report = settings.report(result.counts)
     if args.html:
-        write_output(args.html, pages.score_page(report, args.hyp_file, ", ".join(args.ref_files), result.facts,
-                                                 result.histogram, result.worst))
+        write_output(args.html, pages.score_page(report, inputs.hypotheses[0], ", ".join(inputs.references),
+                                                 result.facts, result.histogram, result.worst))
         if args.html == "-":
             return 0
-    if args.json:
-        print(json.dumps(report.to_dict(), indent=2))
+    if args.score_only:
+        print(score_text(report.exact, 1 if args.width is None else args.width))
+    elif args.json:
+        print(text.report_json(report.to_dict(), inputs, settings))
     else:
-        print(text.table(report, result.facts))
+        print(text.table(report, result.facts, inputs))
     return 0
 
 
@@ -43,9 +50,10 @@ def command_segments(args: argparse.Namespace) -> int:
     from . import corpus, text
 
     settings = settings_from(args)
+    inputs = input_roles(args)
     if args.worst is not None and args.worst < 1:
         raise CommandError("--worst: must be a positive number of segments")
-    files = open_inputs((args.hyp_file, "HYP_FILE"), *[(name, "REF_FILE") for name in args.ref_files])
+    files = open_inputs((inputs.hypotheses[0], "HYP_FILE"), *[(name, "REF_FILE") for name in inputs.references])
     try:
         if args.worst:
             progress = corpus.progress_printer(files)
@@ -54,7 +62,8 @@ def command_segments(args: argparse.Namespace) -> int:
                                             progress=progress)
             finally:
                 corpus.finish_progress(progress)
-            print(text.worst_segments(result.worst, result.counts.segment_count, settings, sys.stdout.isatty()))
+            print(text.worst_segments(result.worst, result.counts.segment_count, settings, sys.stdout.isatty(),
+                                      inputs))
             return 0
         out = sys.stdout
         line = 1
@@ -85,21 +94,22 @@ def command_compare(args: argparse.Namespace) -> int:
         raise CommandError(f"--bootstrap must be from 1 and --randomization from 0, both to {compare.MAX_RESAMPLES}")
     if args.seed < 0:
         raise CommandError(f"--seed must be 0 or more, got {args.seed}")
-    names = [args.baseline, *args.systems]
+    inputs = input_roles(args, systems=True)
+    names = inputs.hypotheses
     if len(set(map(same_file_key, names))) != len(names):
         raise CommandError("BASELINE and SYSTEM files must be different files")
     files = open_inputs(*[(name, "SYSTEM" if index else "BASELINE") for index, name in enumerate(names)],
-                        (args.ref_file, "REF"))
+                        *[(name, "REF") for name in inputs.references])
     parts: list[compare.Blocks] = [[] for _ in names]
     progress = corpus.progress_printer(files)
     try:
         segments = 0
         for chunk in aligned_chunks(files):
-            references = chunk[-1]
-            counts = settings.system_counts(chunk[:-1], references)  # each reference counted once
+            outputs, references = chunk[:len(names)], chunk[len(names):]
+            counts = settings.system_counts(outputs, references, references_per_segment=False)  # each counted once
             for index, system in enumerate(counts):
-                parts[index].append(system.reshape(len(references), -1).astype(np.int32))
-            segments += len(references)
+                parts[index].append(system.reshape(len(outputs[0]), -1).astype(np.int32))
+            segments += len(outputs[0])
             if progress:
                 progress(segments)
     finally:
@@ -107,15 +117,16 @@ def command_compare(args: argparse.Namespace) -> int:
         for file in files:
             file.close()
     reports, systems = compare.compare(settings, names, parts, args.bootstrap, args.randomization, args.seed)
-    result = {"baseline": names[0], "signature": settings.signature, "systems": systems}
+    result = {"baseline": names[0], "signature": settings.signature, "normalize": settings.normalize,
+              "nrefs": len(inputs.references), "references": inputs.references, "systems": systems}
     method = (f"paired approximate randomization, {args.randomization} trials" if args.randomization
               else f"paired bootstrap resampling, {args.bootstrap} resamples") + f", seed {args.seed}"
     if args.html:
-        write_output(args.html, pages.compare_page(result, args.ref_file, reports, method))
+        write_output(args.html, pages.compare_page(result, ", ".join(inputs.references), reports, method))
         if args.html == "-":
             return 0
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
-    print(text.compare_table(systems, reports[0], method))
+    print(text.compare_table(systems, reports[0], method, inputs.references))
     return 0

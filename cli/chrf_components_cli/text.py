@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import unicodedata
 from collections import Counter
@@ -32,8 +33,24 @@ def _number(value: float | None) -> str:
     return "     -" if value is None else f"{value:6.4f}"
 
 
-def table(report: chrf_core.Report, facts: Any = None) -> str:
-    """The report as a fixed-width table, one row per order, with an F-score bar, then the diagnosis."""
+def files_line(inputs: Any) -> str:
+    """Which file was read as what (common.Inputs), as a report names them."""
+    hypotheses = ", ".join(visible(name) for name in inputs.hypotheses)
+    return f"hypotheses: {hypotheses}; references: {', '.join(visible(name) for name in inputs.references)}"
+
+
+def report_json(report: dict[str, Any], inputs: Any, settings: chrf_core.CHRF) -> str:
+    """A corpus report as the command line prints it with --json: the contract's object, then what the signature
+    says beyond it (normalization, the number of references) and which file was read as what."""
+    document = {**report, "signature": settings.signature, "normalize": settings.normalize,
+                "nrefs": len(inputs.references),
+                "files": {"hypotheses": inputs.hypotheses[0], "references": list(inputs.references)}}
+    return json.dumps(document, indent=2, ensure_ascii=False)
+
+
+def table(report: chrf_core.Report, facts: Any = None, inputs: Any = None) -> str:
+    """The report as a fixed-width table, one row per order, with an F-score bar, the files read (common.Inputs)
+    and the diagnosis."""
     lines = [
         f"{report.settings.name} = {chrf_core.score_text(report.exact)}   "
         f"({plural(report.segment_count, 'segment')}, {plural(report.effective_order_count, 'effective order')})",
@@ -52,6 +69,7 @@ def table(report: chrf_core.Report, facts: Any = None) -> str:
         f"  average precision {float(report.average_precision):.4f}, average recall "
         f"{float(report.average_recall):.4f} (over effective orders); exact fractions: --json",
         f"  signature: {report.settings.signature}",
+        *([f"  {files_line(inputs)}"] if inputs is not None else []),
     ]
     notes = diagnosis(report, facts)
     if notes:
@@ -212,11 +230,12 @@ def marked_text(tokens: Marked, colour: bool) -> str:
     return " ".join(visible(token) if matched else f"[{visible(token)}]" for token, matched in tokens)
 
 
-def worst_segments(worst: list[Any], segments: int, settings: chrf_core.CHRF, colour: bool) -> str:
+def worst_segments(worst: list[Any], segments: int, settings: chrf_core.CHRF, colour: bool,
+                   inputs: Any = None) -> str:
     """The lowest-scoring segments (corpus.Segment), each with its unmatched words marked."""
     lines = [f"The {plural(len(worst), 'lowest-scoring segment')} of {plural(segments, 'segment')} "
              f"({settings.name}; unmatched words {'in red' if colour else 'in [brackets]'})",
-             f"signature: {settings.signature}"]
+             f"signature: {settings.signature}", *([files_line(inputs)] if inputs is not None else [])]
     for segment in worst:
         marked_h, marked_r = marked_tokens(segment.hypothesis, segment.reference, settings.lowercase,
                                            settings.normalize)
@@ -225,13 +244,15 @@ def worst_segments(worst: list[Any], segments: int, settings: chrf_core.CHRF, co
     return "\n".join(lines)
 
 
-def compare_table(systems: list[Any], baseline: chrf_core.Report, method: str) -> str:
+def compare_table(systems: list[Any], baseline: chrf_core.Report, method: str,
+                  references: list[str] | None = None) -> str:
     """Each system (compare.SystemResult) with its score, interval, difference from the baseline and p-value."""
     names = [visible(system["name"]) for system in systems]
     name_width = max(12, *map(len, names))
     lines = [f"{baseline.settings.name} of {plural(len(systems) - 1, 'system')} against the baseline "
              f"({plural(baseline.segment_count, 'segment')}; {method})",
-             f"signature: {baseline.settings.signature}", "",
+             f"signature: {baseline.settings.signature}",
+             *([f"references: {', '.join(visible(name) for name in references)}"] if references else []), "",
              f"  {'system':<{name_width}}  {'score':>10}  {'95% CI':^19}  {'Δ':>9}  {'p-value':>8}"]
     for name, system in zip(names, systems):
         low, high = system["ci"]

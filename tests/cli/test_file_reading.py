@@ -12,7 +12,7 @@ import sys
 
 import chrf_core
 import pytest
-from support import ROOT
+from support import ROOT, contract_part
 
 COMMAND = [sys.executable, "-m", "chrf_components_cli.main"]
 MEMORY_LIMIT = 400 * 1024 * 1024  # address space: a 100 MB line read whole would not fit
@@ -134,5 +134,5 @@ def test_gzip_files_are_read_like_sacrebleu_reads_them(tmp_path):
     ref.write_text("the cat sat down\non a mat\n", encoding="utf-8")
     result = run("score", hyp, ref, "--json")
     assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout) == chrf_core.score({"hypotheses": ["the cat sat", "on the mat"],
+    assert contract_part(json.loads(result.stdout)) == chrf_core.score({"hypotheses": ["the cat sat", "on the mat"],
                                                          "references": ["the cat sat down", "on a mat"]})

@@ -11,7 +11,7 @@ import chrf_core
 import pytest
 from in_process import run
 from payloads import real_pairs
-from support import ROOT
+from support import ROOT, contract_part
 
 
 @pytest.fixture
@@ -33,7 +33,7 @@ def test_score_with_two_reference_files_is_the_librarys_multi_reference_report(c
     (hyp, ref1, ref2), hypotheses, references = files
     code, out, _ = run(capsys, "score", hyp, ref1, ref2, "--word-order", "2", "--json")
     expected = chrf_core.CHRF(word_order=2).corpus_score(hypotheses, references).to_dict()
-    assert code == 0 and json.loads(out) == expected
+    assert code == 0 and contract_part(json.loads(out)) == expected
     assert expected != chrf_core.CHRF(word_order=2).corpus_score(hypotheses, references[0]).to_dict()
 
 

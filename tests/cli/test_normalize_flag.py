@@ -7,6 +7,7 @@ import unicodedata
 import chrf_core
 import pytest
 from in_process import run
+from support import contract_part
 
 HYPOTHESES = ["Die Größe für Äpfel", "ﬁne ２ Bücher"]
 REFERENCES = [unicodedata.normalize("NFD", text) for text in ("Die Größe für Äpfel", "fine 2 Bücher")]
@@ -27,7 +28,8 @@ def test_score_and_segments_normalize_as_the_library_does(capsys, files, form):
     hyp, ref = files
     metric = chrf_core.CHRF(word_order=2, normalize=form)
     code, out, _ = run(capsys, "score", hyp, ref, "--word-order", "2", "--normalize", form, "--json")
-    assert code == 0 and json.loads(out) == metric.corpus_score(HYPOTHESES, REFERENCES).to_dict()
+    assert code == 0 and contract_part(json.loads(out)) == metric.corpus_score(HYPOTHESES, REFERENCES).to_dict()
+    assert json.loads(out)["normalize"] == form and "|norm:" in json.loads(out)["signature"]
     code, out, _ = run(capsys, "score", hyp, ref, "--word-order", "2", "--normalize", form)
     assert f"signature: {metric.signature}" in out and metric.signature.endswith(f"|norm:{form}")
     code, out, _ = run(capsys, "segments", hyp, ref, "--word-order", "2", "--normalize", form)

@@ -26,10 +26,12 @@ def fraction_text(value: Fraction) -> str:
     return f"{value.numerator}/{value.denominator}"
 
 
-def score_text(value: Fraction) -> str:
-    """A 0..100 score rounded half-to-even to six decimals, computed from the exact fraction."""
-    micro = round(value * 1_000_000)  # Fraction.__round__ rounds ties to even, exactly
-    return f"{micro // 1_000_000}.{micro % 1_000_000:06d}"
+def score_text(value: Fraction, decimals: int = 6) -> str:
+    """A 0..100 score rounded half-to-even to ``decimals`` decimals (the contract's six by default), computed from
+    the exact fraction."""
+    scale = 10**decimals
+    scaled = round(value * scale)  # Fraction.__round__ rounds ties to even, exactly
+    return f"{scaled // scale}.{scaled % scale:0{decimals}d}" if decimals else str(scaled)
 
 
 class OrderScore(NamedTuple):
