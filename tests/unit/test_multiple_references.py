@@ -4,6 +4,7 @@ of equals), and those counts are summed. Equal to sacreBLEU 2.6 wherever the def
 
 import random
 
+import numpy
 import pytest
 from chrf_core import CHRF, InvalidInputError
 from payloads import real_pairs
@@ -91,3 +92,34 @@ def test_an_exact_tie_between_references_goes_to_the_first():
 def test_malformed_reference_streams_are_errors_naming_the_place(references, error):
     with pytest.raises(InvalidInputError, match=error):
         CHRF().corpus_score(["a", "b"], references, references_per_segment=False)
+
+
+def sacrebleu_statistics(counts):
+    """Our per-order counts as sacreBLEU states them: no hypothesis n-gram counted in an order the reference lacks."""
+    stated = counts.copy()
+    stated[..., 0] = numpy.where(stated[..., 1] > 0, stated[..., 0], 0)
+    return stated.reshape(len(stated), -1)
+
+
+@pytest.mark.parametrize("settings", [{}, {"word_order": 2}, {"eps_smoothing": True},
+                                      {"eps_smoothing": True, "word_order": 2}], ids=str)
+def test_of_several_references_each_segment_takes_the_one_sacrebleu_takes_ties_and_eps_terms_included(settings):
+    """sacreBLEU 2.6 keeps a reference only if its float score (on its statistics, with its 1e-16 terms under
+    eps_smoothing) is strictly higher than the best so far. On short segments over a small alphabet many references
+    tie exactly or score 0 alike (where only the 1e-16 terms tell them apart): each segment here is counted against
+    the reference sacreBLEU counts it against (sacreBLEU's own statistics, segment by segment)."""
+    from sacrebleu.metrics import CHRF as SacreCHRF
+
+    rng = random.Random(4)
+
+    def text():
+        return " ".join("".join(rng.choice("abcdefgh") for _ in range(rng.randint(1, 4)))
+                        for _ in range(rng.randint(1, 3)))
+
+    hypotheses = [text() for _ in range(3000)]
+    streams = [[text() for _ in range(3000)] for _ in range(2)]
+    theirs = numpy.array(SacreCHRF(**settings)._extract_corpus_statistics(hypotheses, streams))
+    ours = CHRF(**settings).segment_counts(hypotheses, streams, references_per_segment=False)
+    assert (sacrebleu_statistics(ours) == theirs).all(axis=1).sum() == len(hypotheses)
+    assert CHRF(**settings).corpus_counts(hypotheses, streams, references_per_segment=False).orders == tuple(
+        map(tuple, ours.sum(axis=0).tolist()))

@@ -94,3 +94,42 @@ def float_scores(settings: Settings, counts: numpy.ndarray) -> numpy.ndarray:
         score = np.where(f_denominator > 0, 100 * f_numerator / np.where(f_denominator > 0, f_denominator, 1), 0.0)
     result: np.ndarray = np.asarray(score)
     return result
+
+
+def sacrebleu_scores(settings: Settings, counts: numpy.ndarray) -> numpy.ndarray:
+    """sacreBLEU 2.6's own float segment scores (``CHRF._compute_f_score``) of counts shaped (..., orders, 3): on
+    its statistics (no hypothesis n-gram counted in an order the reference lacks) and with its 1e-16 terms, operation
+    for operation in its order, so each float is the one sacreBLEU compares. Only for choosing among several
+    references as it chooses; never a score this tool reports."""
+    import numpy as np
+
+    ref, match = counts[..., 1], counts[..., 2]
+    hyp = np.where(ref > 0, counts[..., 0], 0)
+    factor = settings.beta**2
+    shape = counts.shape[:-2]
+    score, total_precision, total_recall = np.zeros(shape), np.zeros(shape), np.zeros(shape)
+    effective_orders = np.zeros(shape, dtype=np.int64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for order in range(counts.shape[-2]):
+            n_hyp, n_ref, n_match = hyp[..., order], ref[..., order], match[..., order]
+            precision = np.where(n_hyp > 0, n_match / np.where(n_hyp > 0, n_hyp, 1), SACREBLEU_EPS)
+            recall = np.where(n_ref > 0, n_match / np.where(n_ref > 0, n_ref, 1), SACREBLEU_EPS)
+            denominator = factor * precision + recall
+            score = score + np.where(denominator > 0, (1 + factor) * precision * recall / denominator, SACREBLEU_EPS)
+            counted = (n_hyp > 0) & (n_ref > 0)
+            total_precision = total_precision + np.where(counted, precision, 0.0)
+            total_recall = total_recall + np.where(counted, recall, 0.0)
+            effective_orders = effective_orders + counted
+        if settings.averaging == "per_order_f":
+            per_order: numpy.ndarray = 100 * score / counts.shape[-2]
+            return per_order
+        average_precision = np.where(effective_orders > 0, total_precision / np.maximum(effective_orders, 1), 0.0)
+        average_recall = np.where(effective_orders > 0, total_recall / np.maximum(effective_orders, 1), 0.0)
+        both = average_precision + average_recall
+        f_score = (1 + factor) * average_precision * average_recall / (factor * average_precision + average_recall)
+        result: numpy.ndarray = np.where(both != 0, 100 * f_score, 0.0)
+    return result
+
+
+SACREBLEU_EPS = 1e-16  # sacreBLEU's smoothing term for an order without n-grams on a side
+

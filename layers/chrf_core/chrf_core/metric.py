@@ -40,7 +40,7 @@ from . import mbr
 from .contract import AVERAGINGS, INTEGER_RANGES, NORMALIZATIONS, SETTING_KEYS, TEXT_KEYS, TOOL, VERSION
 from .counts import Counts, count_segments, segment_counts, system_counts
 from .errors import InvalidInputError, describe, unknown_key_error
-from .formula import exact_score, float_scores
+from .formula import exact_score, float_scores, sacrebleu_scores
 from .kernel import Triple
 from .report import Report, json_lines, report_of, score_texts
 from .texts import check_chunk, check_flag, check_side
@@ -412,19 +412,14 @@ class CHRF:
 
     def _best_of(self, rows: numpy.ndarray, references: list[list[Any]]) -> numpy.ndarray:
         """Of each segment's counts against every reference stream (``rows`` shaped (streams, segments, orders,
-        3)), those against its best reference, sacreBLEU's rule for several: the one whose segment score is highest
-        (the first of equals; None skipped), decided exactly."""
+        3)), those against its best reference as sacreBLEU 2.6 chooses it: the first whose float score, computed
+        as sacreBLEU computes it (formula.sacrebleu_scores), is strictly highest (None skipped). The score is then
+        computed exactly from the chosen counts."""
         import numpy
 
-        scores = float_scores(self, rows)
+        scores = sacrebleu_scores(self, rows)
         scores[numpy.array([[text is None for text in stream] for stream in references])] = -numpy.inf
-        best = scores.argmax(axis=0)
-        ordered = numpy.sort(scores, axis=0)
-        close = numpy.flatnonzero(ordered[-1] - ordered[-2] <= 1e-9 * numpy.maximum(ordered[-1], 1))
-        for segment in close.tolist():  # within the float formula's error of a tie: exact scores decide
-            candidates = [(exact_score(self, rows[k, segment].tolist()), -k) for k in range(len(references))
-                          if references[k][segment] is not None]
-            best[segment] = -max(candidates)[1]
+        best = scores.argmax(axis=0)  # the first of equals: sacreBLEU keeps a reference only if strictly better
         chosen: numpy.ndarray = rows[best, numpy.arange(rows.shape[1])]
         return chosen
 
