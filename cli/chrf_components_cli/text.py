@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import unicodedata
 from collections import Counter
 from fractions import Fraction
 from typing import Any
@@ -196,12 +195,9 @@ def marked_tokens(hypothesis: str, reference: str, lowercase: bool,
     match, after the settings' normalization and lowercasing): the unmatched ones are what a reader should look
     at."""
     tokens_h, tokens_r = chrf_core.words(hypothesis), chrf_core.words(reference)
-
-    def key(token: str) -> str:
-        token = unicodedata.normalize(normalize, token) if normalize else token  # type: ignore[arg-type]
-        return token.lower() if lowercase else token
-
-    keys_h, keys_r = list(map(key, tokens_h)), list(map(key, tokens_r))
+    keys_h, keys_r = chrf_core.words(hypothesis, normalize), chrf_core.words(reference, normalize)
+    if lowercase:
+        keys_h, keys_r = [key.lower() for key in keys_h], [key.lower() for key in keys_r]
 
     def mark(tokens: list[str], keys: list[str], other: list[str]) -> Marked:
         available = Counter(other)

@@ -71,3 +71,136 @@ def test_the_service_and_the_pipeline_have_no_such_setting():
     with pytest.raises(InvalidInputError, match="unknown key"):
         CHRF.of_settings({"normalize": "NFC"})
     assert chrf_core.corpus_report([PRECOMPOSED], [DECOMPOSED], normalize="NFC").score == 100
+
+
+# ---- bounded: UAX #15's Stream-Safe Text Format, the size limit after normalizing, Ctrl-C ----------------------
+
+def naive_stream_safe(text):
+    """UAX #15, section 13 (the Stream-Safe Text Process), character by character from unicodedata: before a
+    character whose NFKD's leading non-starters would make more than 30 in a row, a U+034F; the count then goes on
+    with the character's non-starters (all of them if it has no starter, else its trailing ones)."""
+    out, count = [], 0
+    for char in text:
+        parts = [unicodedata.combining(part) > 0 for part in unicodedata.normalize("NFKD", char)]
+        leading = len(parts) if all(parts) else parts.index(False)
+        if count + leading > 30:
+            out.append("\u034f")
+            count = 0
+        out.append(char)
+        count = count + len(parts) if all(parts) else parts[::-1].index(False)
+    return "".join(out)
+
+
+MARKS = ["\u0301", "\u0316", "\u0344", "\u0f73", "\uff9e", "\u1e08", "\u0958", "a", " ", "e\u0301", "\u3099"]
+
+
+def test_the_stream_safe_format_is_uax15s_and_leaves_real_text_as_it_is():
+    import random
+
+    from chrf_core import texts
+
+    rng = random.Random(15)
+    for _ in range(400):
+        text = "".join(rng.choice(MARKS) if rng.random() < 0.97 else rng.choice("ab ") for _ in range(
+            rng.randint(0, 200)))
+        assert texts.stream_safe(text) == naive_stream_safe(text), [hex(ord(c)) for c in text]
+    for run in (29, 30, 31, 59, 60, 61):
+        text = "x" + "\u0301" * run + "y"
+        assert texts.stream_safe(text) == naive_stream_safe(text)
+    real = PRECOMPOSED + DECOMPOSED + "Tiếng Việt có dấu: ặ ẫ ộ ừ; देवनागरी; ქართული; عَرَبِيّ"
+    assert texts.stream_safe(real) is real
+
+
+@pytest.mark.parametrize("form", ["NFC", "NFKC"])
+def test_normalizing_in_pieces_is_normalizing_the_stream_safe_text_whole(form, monkeypatch):
+    import random
+
+    from chrf_core import texts
+
+    monkeypatch.setattr(texts, "NORMALIZE_CHUNK", 7)  # many pieces, split just before ASCII or U+034F
+    rng = random.Random(16)
+    for _ in range(300):
+        text = "".join(rng.choice(MARKS + ["ﬁ", "２", "<", "\u0338", "ᄀ", "ᅡ", "ᆨ", "ㄱ", "ㅡ", "ㄺ", "\ufdfa"])
+                       for _ in range(rng.randint(0, 120)))
+        assert texts.normalized_text("hypotheses", 0, text, form) == unicodedata.normalize(
+            form, naive_stream_safe(text))
+
+
+def run_python(code, timeout):
+    import subprocess
+    import sys
+
+    from support import ROOT
+
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout,
+                          env={"PYTHONPATH": str(ROOT / "layers" / "chrf_core"), "PATH": "/usr/bin:/bin"})
+
+
+@pytest.mark.parametrize("native", ["1", "0"], ids=["native kernel", "Python kernel"])
+def test_a_million_combining_marks_normalize_in_linear_time_in_both_kernels(native):
+    """CPython reorders a run of combining marks in quadratic time: 10^6 alternating marks took about 18 minutes.
+    Made stream-safe first, the whole score takes about a second (a minute's timeout can only be met linearly)."""
+    done = run_python(f"""
+import os
+os.environ["CHRF_CORE_NATIVE"] = "{native}"
+from chrf_core import CHRF
+text = "a" + "\\u0316\\u0301" * 500_000
+report = CHRF(normalize="NFC").sentence_score(text, "a\\u0301")
+print(report.orders[0].hypothesis_ngrams)
+""", timeout=60)
+    assert done.returncode == 0, done.stderr
+    # a and 10^6 marks, a U+034F before every 31st of them (33,333), the first acute composed with the a
+    assert int(done.stdout) == 1 + 1_000_000 + 33_333 - 1
+
+
+def test_ctrl_c_stops_a_long_normalization_within_a_second():
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from support import ROOT
+
+    process = subprocess.Popen([sys.executable, "-c", """
+import sys
+from chrf_core import CHRF
+print("ready", flush=True)
+try:
+    CHRF(normalize="NFKC").sentence_score("\\ufdfa" * 12_000_000, "a")
+except KeyboardInterrupt:
+    sys.exit(42)
+"""], stdout=subprocess.PIPE, text=True, env={"PYTHONPATH": str(ROOT / "layers" / "chrf_core")})
+    try:
+        assert process.stdout.readline() == "ready\n"
+        time.sleep(1.5)  # well inside the normalization (tens of seconds in all)
+        process.send_signal(signal.SIGINT)
+        sent = time.monotonic()
+        assert process.wait(timeout=10) == 42
+        assert time.monotonic() - sent < 1.0
+    finally:
+        process.kill()
+        process.wait()
+
+
+def test_a_text_that_outgrows_the_limit_once_normalized_is_refused_naming_it_before_memory_doubles(monkeypatch):
+    """NFKC makes U+FDFA 18 code points. The limit (here lowered to 10^6, the library's is 2^28 - 1) is checked on
+    the normalized text, piece by piece: the error names the text and the form, and past twice the input only the
+    pieces' lengths are kept."""
+    import tracemalloc
+
+    from chrf_core import texts
+
+    monkeypatch.setattr(texts, "MAX_TEXT_LENGTH", 10**6)
+    monkeypatch.setattr(texts, "NORMALIZE_CHUNK", 1024)  # pieces small beside the input, as 2^16 beside 10^7
+    text = "\ufdfa" * 100_000  # 1.8 * 10^6 code points once normalized
+    tracemalloc.start()
+    try:
+        with pytest.raises(InvalidInputError) as refused:
+            CHRF(normalize="NFKC").corpus_score(["ok", text], [["ok", "ok"]][0])
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert refused.value.message == ("hypotheses[1]: at most 1000000 code points once normalized (normalize=NFKC), "
+                                     "got more than 1000000")
+    input_bytes = 2 * len(text)  # two bytes a code point
+    assert peak < 2 * input_bytes + 16 * 18 * texts.NORMALIZE_CHUNK, peak  # the input's copy, at most a few pieces

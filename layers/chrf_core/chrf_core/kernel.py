@@ -30,13 +30,9 @@ SMALLEST_NATIVE_SHARE = Fraction(1, 2**400)  # below, double-double products cou
 
 
 def as_counted(texts: Sequence[str], settings: Settings) -> Sequence[str]:
-    """The texts as the kernels count them: Unicode-normalized, then lowercased, when the settings ask for it
-    (copies; inputs unchanged)."""
-    if settings.normalize:
-        from unicodedata import normalize
-
-        form: Any = settings.normalize  # "NFC" or "NFKC" (CHRF checks it)
-        texts = [normalize(form, text) for text in texts]
+    """The texts as the kernels count them: lowercased when the settings ask for it (copies; inputs unchanged). They
+    arrive Unicode-normalized already, when the settings ask for that, by the checks that name the text a rule
+    refuses (texts.normalized, in CHRF's reading of segments and in mbr.checked)."""
     return [text.lower() for text in texts] if settings.lowercase else texts
 
 

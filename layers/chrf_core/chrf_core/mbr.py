@@ -28,7 +28,15 @@ from .contract import TEXT_KEYS, Settings
 from .errors import InvalidInputError, describe
 from .formula import exact_score
 from .kernel import chosen, weighted_counts
-from .texts import MAX_TEXT_LENGTH, check_encodable, check_flag, check_ordered, check_side, check_strings
+from .texts import (
+    MAX_TEXT_LENGTH,
+    check_encodable,
+    check_flag,
+    check_ordered,
+    check_side,
+    check_strings,
+    normalized,
+)
 
 if TYPE_CHECKING:
     import numpy
@@ -55,9 +63,10 @@ def thread_count(threads: Any) -> int:
     return threads
 
 
-def checked(hypotheses: Sequence[str], references: Sequence[str],
+def checked(hypotheses: Sequence[str], references: Sequence[str], normalize: str | None = None,
             keys: tuple[str, str] = TEXT_KEYS) -> tuple[list[str], list[str]]:
-    """Both sides as lists of valid texts: at least one each, strings, encodable, MAX_TEXT_LENGTH together."""
+    """Both sides as lists of valid texts: at least one each, strings, encodable, MAX_TEXT_LENGTH together; then
+    Unicode-normalized when ``normalize`` says so (texts.normalized: bounded, the limit checked again after)."""
     sides: list[list[str]] = []
     for key, texts in zip(keys, (hypotheses, references)):
         if sides and texts is hypotheses:  # the samples as their own pseudo-references: checked once, kept one list
@@ -69,11 +78,12 @@ def checked(hypotheses: Sequence[str], references: Sequence[str],
             raise InvalidInputError(key, "at least 1 segment, got 0")
         check_strings(key, listed)
         check_encodable(key, listed)
-        sides.append(listed)
+        sides.append(list(normalized(key, listed, normalize)))
     total = sum(map(len, sides[0])) + sum(map(len, sides[1]))
     if total > MAX_TEXT_LENGTH:
-        raise InvalidInputError(None, f"at most {MAX_TEXT_LENGTH} code points in all texts together, got {total}",
-                                subject="texts")
+        once = f" once normalized (normalize={normalize})" if normalize else ""
+        raise InvalidInputError(None, f"at most {MAX_TEXT_LENGTH} code points in all texts together{once}, got "
+                                      f"{total}", subject="texts")
     return sides[0], sides[1]
 
 
@@ -129,7 +139,7 @@ def aggregate(settings: Settings, hypotheses: list[str], references: list[str], 
 
 
 def batch(score_set: Callable[[list[str], list[str], int], Result], hypothesis_sets: Iterable[Sequence[str]],
-          reference_sets: Iterable[Sequence[str]], threads: int) -> list[Result]:
+          reference_sets: Iterable[Sequence[str]], threads: int, normalize: str | None = None) -> list[Result]:
     """score_set over every (checked) candidate set and its references, in order: the sets spread over the threads
     (each set on one), a single set over them by rows."""
     given_sets = []
@@ -143,7 +153,7 @@ def batch(score_set: Callable[[list[str], list[str], int], Result], hypothesis_s
     if len(given_sets[0]) != len(given_sets[1]):
         raise InvalidInputError("reference_sets", f"must have as many sets as hypothesis_sets "
                                                   f"({len(given_sets[0])}), got {len(given_sets[1])}")
-    sets = [checked(hypotheses, references, (f"hypothesis_sets[{k}]", f"reference_sets[{k}]"))
+    sets = [checked(hypotheses, references, normalize, (f"hypothesis_sets[{k}]", f"reference_sets[{k}]"))
             for k, (hypotheses, references) in enumerate(zip(*given_sets))]
     if len(sets) <= 1 or threads == 1 or not chosen().threaded:
         return [score_set(hypotheses, references, threads) for hypotheses, references in sets]

@@ -43,7 +43,7 @@ from .errors import InvalidInputError, describe, unknown_key_error
 from .formula import exact_score, float_scores, sacrebleu_scores
 from .kernel import Triple
 from .report import Report, json_lines, report_of, score_texts
-from .texts import check_chunk, check_flag, check_side
+from .texts import check_chunk, check_flag, check_side, normalized
 
 if TYPE_CHECKING:
     import numpy
@@ -201,7 +201,7 @@ class CHRF:
                  Counts.of_array(self, len(hypothesis_chunk), self._best_rows(hypothesis_chunk, reference_chunks)
                                  .sum(axis=0))
                  for hypothesis_chunk, reference_chunks in _chunks(_streams(hypotheses, references,
-                                                                            references_per_segment))]
+                                                                            references_per_segment, self.normalize))]
         if not parts:
             raise InvalidInputError(TEXT_KEYS[0], "at least 1 segment, got 0")
         return Counts.merge(parts)
@@ -233,7 +233,7 @@ class CHRF:
         an iterator that reads the segments as it goes; with ``exact``, an iterator of exact Fractions. The floats
         come from one vectorised formula, within 1e-12 of the exact value (which ``exact`` gives). ``references``
         and ``references_per_segment`` as for :meth:`corpus_score`."""
-        sides = _streams(hypotheses, references, references_per_segment)
+        sides = _streams(hypotheses, references, references_per_segment, self.normalize)
         if check_flag("exact", exact):
             return (exact_score(self, orders) for orders in self._segment_rows(sides))
         floats = (float_scores(self, self._best_rows(*chunk)) for chunk in _chunks(sides))
@@ -247,7 +247,7 @@ class CHRF:
     def segment_reports(self, hypotheses: Iterable[str], references: References, *,
                         references_per_segment: bool | None = None) -> Iterator[Report]:
         """Each segment's own report, in order, as the segments are read."""
-        sides = _streams(hypotheses, references, references_per_segment)
+        sides = _streams(hypotheses, references, references_per_segment, self.normalize)
         return (report_of(Counts(self, 1, orders)) for orders in self._segment_rows(sides))
 
     def pairwise(self, hypotheses: Sequence[str], references: Sequence[str], *,
@@ -256,7 +256,7 @@ class CHRF:
         NumPy array shaped (len(hypotheses), len(references)), each entry correctly rounded from its exact
         fraction. Each text's n-grams are counted once; the native kernel runs on ``threads`` threads (default:
         every core) without the GIL. The texts together may hold at most MAX_TEXT_LENGTH code points."""
-        return mbr.pairwise(self, *mbr.checked(hypotheses, references), mbr.thread_count(threads))
+        return mbr.pairwise(self, *mbr.checked(hypotheses, references, self.normalize), mbr.thread_count(threads))
 
     @overload
     def aggregate(self, hypotheses: Sequence[str], references: Sequence[str], *, exact: Literal[False] = False,
@@ -280,18 +280,21 @@ class CHRF:
         >>> CHRF().aggregate(["a cat", "the dog"], ["the cat", "a dog"], weights=[3, 1]).round(4).tolist()
         [28.0383, 21.5498]
         """
-        return mbr.aggregate(self, *mbr.checked(hypotheses, references), mbr.thread_count(threads), exact, weights)
+        return mbr.aggregate(self, *mbr.checked(hypotheses, references, self.normalize), mbr.thread_count(threads),
+                             exact, weights)
 
     def pairwise_batch(self, hypothesis_sets: Sequence[Sequence[str]], reference_sets: Sequence[Sequence[str]], *,
                        threads: int | None = None) -> list[numpy.ndarray]:
         """:meth:`pairwise` for many candidate sets (one per source sentence) in one call, the sets spread over
         ``threads`` threads (default: every core): one matrix per set, in order."""
-        return mbr.batch(self._pairwise_of, hypothesis_sets, reference_sets, mbr.thread_count(threads))
+        return mbr.batch(self._pairwise_of, hypothesis_sets, reference_sets, mbr.thread_count(threads),
+                         self.normalize)
 
     def aggregate_batch(self, hypothesis_sets: Sequence[Sequence[str]], reference_sets: Sequence[Sequence[str]], *,
                         threads: int | None = None) -> list[numpy.ndarray]:
         """:meth:`aggregate` for many candidate sets in one call, spread over the threads: one array per set."""
-        return mbr.batch(self._aggregate_of, hypothesis_sets, reference_sets, mbr.thread_count(threads))
+        return mbr.batch(self._aggregate_of, hypothesis_sets, reference_sets, mbr.thread_count(threads),
+                         self.normalize)
 
     def _pairwise_of(self, hypotheses: list[str], references: list[str], threads: int) -> numpy.ndarray:
         return mbr.pairwise(self, hypotheses, references, threads)
@@ -310,7 +313,7 @@ class CHRF:
         import numpy
 
         rows = [self._best_rows(*chunk) for chunk in _chunks(_streams(hypotheses, references,
-                                                                      references_per_segment))]
+                                                                      references_per_segment, self.normalize))]
         if len(rows) == 1:
             return rows[0]
         return numpy.concatenate(rows) if rows else numpy.empty((0, self.orders, 3), dtype=numpy.int64)
@@ -334,11 +337,13 @@ class CHRF:
                 raise InvalidInputError(f"hypothesis_sets[{index}]", f"must have as many segments as the first "
                                                                      f"system, {len(systems[0])}, got {len(system)}")
         parts, offset = [], 0
-        for first, reference_chunks in _chunks(_streams(systems[0], references, references_per_segment)):
+        for first, reference_chunks in _chunks(_streams(systems[0], references, references_per_segment,
+                                                        self.normalize)):
             chunks = [first] + [system[offset:offset + len(first)] for system in systems[1:]]
             for index, chunk in enumerate(chunks[1:], 1):
                 try:
                     check_chunk(TEXT_KEYS[0], chunk, offset)
+                    chunks[index] = list(normalized(TEXT_KEYS[0], chunk, self.normalize, offset))
                 except InvalidInputError as error:
                     raise InvalidInputError(f"hypothesis_sets[{index}]", error.detail, index=error.index) from None
             rows = numpy.stack([system_counts(chunks, _present(stream), self) for stream in reference_chunks])
@@ -450,18 +455,21 @@ def _present(stream: list[Any]) -> list[str]:
 
 
 class Sides(NamedTuple):
-    """The hypotheses and the reference streams; ``hint`` is what to add to a message about unequal lengths."""
+    """The hypotheses and the reference streams; ``hint`` is what to add to a message about unequal lengths;
+    ``normalize`` the Unicode normalization the texts are counted under (None: none)."""
 
     hypotheses: Iterable[str]
     streams: list[Iterable[Any]]
     hint: str = ""
+    normalize: str | None = None
 
 
 PER_SEGMENT = ("if each inner list holds one segment's references (Hugging Face's and torchmetrics' layout), pass "
                "references_per_segment=True")
 
 
-def _streams(hypotheses: Iterable[str], references: References, per_segment: bool | None = None) -> Sides:
+def _streams(hypotheses: Iterable[str], references: References, per_segment: bool | None = None,
+             normalize: str | None = None) -> Sides:
     """The hypotheses and the reference streams: ``references`` as sacreBLEU takes it, a list of streams (one per
     reference translation, ``None`` where a segment lacks that one), or a single stream itself; with
     ``per_segment``, one list of references per segment, turned into streams. A layout is never guessed: N lists of
@@ -471,15 +479,15 @@ def _streams(hypotheses: Iterable[str], references: References, per_segment: boo
     if per_segment is not None:
         check_flag("references_per_segment", per_segment)
     if per_segment:
-        return Sides(hypotheses, _transposed(references))
+        return Sides(hypotheses, _transposed(references), normalize=normalize)
     if isinstance(references, Sequence) and references and isinstance(references[0], Iterable) and not isinstance(
             references[0], (str, bytes)):
         for index, stream in enumerate(references):
             check_side(f"references[{index}]", stream)
         if per_segment is None:
             _refuse_either_reading(hypotheses, references)
-        return Sides(hypotheses, list(references), PER_SEGMENT)
-    return Sides(hypotheses, [references])
+        return Sides(hypotheses, list(references), PER_SEGMENT, normalize)
+    return Sides(hypotheses, [references], normalize=normalize)
 
 
 def _refuse_either_reading(hypotheses: Iterable[str], references: Sequence[Iterable[Any]]) -> None:
@@ -534,6 +542,10 @@ def _chunks(sides: Sides) -> Iterator[tuple[list[str], list[list[Any]]]]:
                 check_chunk(TEXT_KEYS[1], [text if text is not None else "" for text in chunk], offset)
             else:
                 check_chunk(TEXT_KEYS[1], chunk, offset)
+        if sides.normalize:
+            hypothesis_chunk = list(normalized(TEXT_KEYS[0], hypothesis_chunk, sides.normalize, offset))
+            reference_chunks = [list(normalized(TEXT_KEYS[1], chunk, sides.normalize, offset))
+                                for chunk in reference_chunks]
         if several:
             for position, texts in enumerate(zip(*reference_chunks)):
                 if all(text is None for text in texts):

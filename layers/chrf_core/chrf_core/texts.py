@@ -3,7 +3,9 @@ UTF-8 (no lone surrogate), at most MAX_TEXT_LENGTH code points; and a side's seg
 
 from __future__ import annotations
 
-from collections.abc import Mapping, MappingView, Sequence
+import re
+import unicodedata
+from collections.abc import Iterator, Mapping, MappingView, Sequence
 from collections.abc import Set as AbstractSet
 from typing import Any
 
@@ -96,3 +98,151 @@ def utf8_size(text: str) -> int:
     if text.isascii():
         return len(text)
     return len(text.encode("utf-8", "surrogatepass"))
+
+
+# ---- opt-in Unicode normalization, bounded ---------------------------------------------------------------------
+
+STREAM_SAFE = 30  # UAX #15's Stream-Safe Text Format: at most this many non-starters in a row
+CGJ = "\u034f"  # COMBINING GRAPHEME JOINER, which UAX #15 inserts to end a run (a starter that combines with nothing)
+NORMALIZE_CHUNK = 1 << 16  # code points normalized at a time (Ctrl-C is seen between chunks)
+
+
+class _NonStarters:
+    """What the Stream-Safe Text Format needs to know of each character, from its NFKD decomposition: ``pure``
+    holds the characters made of non-starters only (as many as ``count`` says, else 1), ``edges`` the leading and
+    trailing non-starters of the others. ``splits`` finds a character a text may be normalized in pieces just before
+    (one whose decomposition starts with a starter that no composition takes as its second part: nothing before it
+    can reorder or compose across it). Built once, on first use (about 0.3 s)."""
+
+    def __init__(self) -> None:
+        pure_chars, self.count, self.edges = [], {}, {}
+        self.growth = 1  # the most code points one code point decomposes into (U+FDFA: 18)
+        # Hangul vowels and final consonants combine with what precedes them (algorithmically)
+        backward = {chr(code) for code in [*range(0x1161, 0x1176), *range(0x11A8, 0x11C3)]}
+        no_split, starts = [], []
+        for code in range(0x110000):
+            char = chr(code)
+            decomposition = unicodedata.decomposition(char)
+            if not unicodedata.combining(char) and not decomposition:
+                continue
+            if decomposition and not decomposition.startswith("<") and len(decomposition.split()) == 2:
+                backward.add(chr(int(decomposition.split()[1], 16)))  # the second part of a canonical pair
+            decomposed = unicodedata.normalize("NFKD", char)
+            self.growth = max(self.growth, len(decomposed))
+            if unicodedata.combining(decomposed[0]):
+                no_split.append(char)
+            else:
+                starts.append((char, decomposed[0]))
+            parts = [unicodedata.combining(part) > 0 for part in decomposed]
+            if all(parts):
+                pure_chars.append(char)
+                if len(parts) != 1:
+                    self.count[char] = len(parts)
+                continue
+            leading = next(index for index, non_starter in enumerate(parts) if not non_starter)
+            trailing = next(index for index, non_starter in enumerate(reversed(parts)) if not non_starter)
+            if leading or trailing:
+                self.edges[char] = (leading, trailing)
+        no_split += sorted(char for char in backward if not unicodedata.combining(char))
+        no_split += [char for char, first in starts if first in backward]  # U+3161 is NFKD U+1173, a vowel
+        self.splits = re.compile("[^" + re.escape("".join(no_split)) + "]")
+        longest_edge = max(max(edge) for edge in self.edges.values())
+        most = max(self.count.values(), default=1)
+        # A run of fewer pure characters than this cannot pass the limit, whatever stands around it.
+        shortest = -(-(STREAM_SAFE + 1 - 2 * longest_edge) // most)
+        self.runs = re.compile("[" + re.escape("".join(pure_chars)) + "]{" + str(shortest) + ",}")
+
+
+_NON_STARTERS: _NonStarters | None = None
+
+
+def stream_safe(text: str) -> str:
+    """``text`` in UAX #15's Stream-Safe Text Format: a COMBINING GRAPHEME JOINER inserted before a character that
+    would make more than 30 non-starters in a row (counted in NFKD), which keeps normalization linear (CPython
+    reorders a run of combining marks in quadratic time). Text without such a run, all real text, is returned as it
+    is (one regular-expression scan)."""
+    global _NON_STARTERS
+    if text.isascii():
+        return text
+    if _NON_STARTERS is None:
+        _NON_STARTERS = _NonStarters()
+    table = _NON_STARTERS
+    pieces: list[str] = []
+    last = 0
+    for run in table.runs.finditer(text):
+        start, end = run.span()
+        pieces.append(text[last:start])
+        count = table.edges.get(text[start - 1], (0, 0))[1] if start else 0
+        chars = run.group()
+        if not any(char in table.count for char in chars):  # one non-starter each: CGJ every 30 characters
+            first = max(0, STREAM_SAFE - count)
+            pieces.append(chars[:first])
+            pieces += [CGJ + chars[index:index + STREAM_SAFE] for index in range(first, len(chars), STREAM_SAFE)]
+            count = count + len(chars) if len(chars) <= first else (len(chars) - first - 1) % STREAM_SAFE + 1
+        else:
+            for char in chars:
+                size = table.count.get(char, 1)
+                if count + size > STREAM_SAFE:
+                    pieces.append(CGJ)
+                    count = 0
+                pieces.append(char)
+                count += size
+        if end < len(text) and count + table.edges.get(text[end], (0, 0))[0] > STREAM_SAFE:
+            pieces.append(CGJ)
+        last = end
+    if not pieces:
+        return text
+    pieces.append(text[last:])
+    return "".join(pieces)
+
+
+def normalized_text(key: str, index: int, text: str, form: Any) -> str:
+    """One text Unicode-normalized (``form`` "NFC" or "NFKC") in linear time: made stream-safe, then normalized a
+    piece at a time (so Ctrl-C is seen), within MAX_TEXT_LENGTH code points once normalized. A text long enough to
+    pass that limit once decomposed is refused, by an InvalidInputError naming it and the form, as soon as its
+    normalized pieces pass it, and from the point where they outgrow twice the input only their lengths are kept
+    (the text is normalized again once it is known to fit)."""
+    text = stream_safe(text)
+    if text.isascii() or unicodedata.is_normalized(form, text):
+        return text
+    assert _NON_STARTERS is not None  # stream_safe built it
+    if len(text) * _NON_STARTERS.growth <= MAX_TEXT_LENGTH:  # cannot outgrow the limit: normalized as it comes
+        return "".join(_normalized_pieces(text, form))
+    pieces: list[str] | None = []
+    total = 0
+    for piece in _normalized_pieces(text, form):
+        total += len(piece)
+        if total > MAX_TEXT_LENGTH:
+            raise _too_long(key, index, form, total)
+        if pieces is not None:
+            pieces.append(piece)
+            if total > 2 * len(text):  # a large growth: first make sure the whole is within the limit
+                pieces = None
+    if pieces is None:
+        return "".join(_normalized_pieces(text, form))
+    return "".join(pieces)
+
+
+def _normalized_pieces(text: str, form: Any) -> Iterator[str]:
+    assert _NON_STARTERS is not None
+    splits = _NON_STARTERS.splits
+    start = 0
+    while start < len(text):
+        split = splits.search(text, start + NORMALIZE_CHUNK)
+        end = split.start() if split else len(text)
+        yield unicodedata.normalize(form, text[start:end])
+        start = end
+
+
+def _too_long(key: str, index: int, form: str, length: int) -> InvalidInputError:
+    return InvalidInputError(key, f"at most {MAX_TEXT_LENGTH} code points once normalized (normalize={form}), got "
+                                  f"more than {min(length, MAX_TEXT_LENGTH)}", index=index)
+
+
+def normalized(key: str, texts: Sequence[Any], form: str | None, offset: int = 0) -> Sequence[Any]:
+    """A chunk's texts as they are counted under the settings' ``normalize`` (None: unchanged; a missing reference,
+    None, stays None), each bounded as :func:`normalized_text` says."""
+    if form is None:
+        return texts
+    return [text if text is None else normalized_text(key, index, text, form)
+            for index, text in enumerate(texts, offset)]
