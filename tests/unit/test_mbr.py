@@ -231,3 +231,28 @@ def test_aggregate_leaves_its_inputs_alone_and_checks_them_as_pairwise_does(kern
     with pytest.raises(InvalidInputError, match="surrogate"):
         CHRF().aggregate(["a\ud800"], ["a"])
     assert chrf_core.CHRF().aggregate(["", "a"], ["", ""]).tolist() == [0.0, 0.0]
+
+
+def test_a_batch_whose_results_cannot_be_held_is_a_memory_error_before_any_counting():
+    """Eight 6000 x 6000 matrices are 2.3 GB: under a 2 GB address-space limit the batch fails at once, naming the
+    size, and the kernel never counts (it used to fail after a minute of counting)."""
+    import subprocess
+    import sys
+
+    from support import ROOT
+
+    done = subprocess.run([sys.executable, "-c", """
+import resource
+resource.setrlimit(resource.RLIMIT_AS, (2 * 1024**3, 2 * 1024**3))
+from chrf_core import CHRF, kernel
+def never(*arguments, **keywords):
+    raise SystemExit("counted")
+kernel.chosen().pairwise = never
+texts = [f"candidate {k} of a source" for k in range(6000)]
+try:
+    CHRF().pairwise_batch([texts] * 8, [texts] * 8)
+except MemoryError as error:
+    print(error)
+"""], capture_output=True, text=True, timeout=300, env={"PYTHONPATH": str(ROOT / "layers" / "chrf_core")})
+    assert done.stdout == "the results of 8 sets need 2,304,000,000 bytes, more than this process can allocate\n", (
+        done.stdout + done.stderr)

@@ -37,3 +37,20 @@ def test_a_module_called_mbrs_that_is_not_mbrs_leaves_chrf_core_working():
                  "print(chrf_core.CHRF().sentence_score('a cat', 'a cat').score)\n")
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "100.0"
+
+
+def test_reference_lprobs_that_are_not_log_probabilities_are_named_as_mbrs_passes_them():
+    """The backend weighs references by the softmax of mbrs' reference_lprobs: -inf is a reference of no weight,
+    NaN or +inf is no log-probability (its softmax would be NaN, reported as weights[0] before)."""
+    import math
+
+    import pytest
+    from chrf_core import InvalidInputError
+    from chrf_core.mbrs import check_lprobs
+
+    check_lprobs([-math.inf, 0.0, -3.5])
+    for lprobs, message in (([0.0, math.inf], r"reference_lprobs\[1\]: must be a log-probability"),
+                            ([math.nan, 0.0], r"reference_lprobs\[0\]: must be a log-probability"),
+                            ([-math.inf, -math.inf], "reference_lprobs: must not all be -inf")):
+        with pytest.raises(InvalidInputError, match=message):
+            check_lprobs(lprobs)

@@ -86,7 +86,7 @@ def test_an_exact_tie_between_references_goes_to_the_first():
 @pytest.mark.parametrize(("references", "error"), [
     ([["a", None], [None, None]], r"references\[1\]: every reference of this segment is None"),
     ([["a", "b"], ["a"]], r"references\[1\]: must have as many segments as hypotheses, got only 1"),
-    ([["a", "b"], ["a", 3]], r"references\[1\]: must be a string, got the number 3"),
+    ([["a", "b"], ["a", 3]], r"references\[1\]\[1\]: must be a string, got the number 3"),
     ([["a", None]], r"references\[1\]: must be a string, got null"),  # None only where several streams are given
 ])
 def test_malformed_reference_streams_are_errors_naming_the_place(references, error):
@@ -123,3 +123,11 @@ def test_of_several_references_each_segment_takes_the_one_sacrebleu_takes_ties_a
     assert (sacrebleu_statistics(ours) == theirs).all(axis=1).sum() == len(hypotheses)
     assert CHRF(**settings).corpus_counts(hypotheses, streams, references_per_segment=False).orders == tuple(
         map(tuple, ours.sum(axis=0).tolist()))
+
+
+def test_an_error_in_a_later_reference_stream_names_the_stream_and_the_segment():
+    hypotheses = [f"segment {k}" for k in range(8000)]
+    second = list(hypotheses)
+    second[7000] = 3
+    with pytest.raises(InvalidInputError, match=r"^references\[1\]\[7000\]: must be a string, got the number 3$"):
+        CHRF().corpus_score(hypotheses, [hypotheses, second], references_per_segment=False)

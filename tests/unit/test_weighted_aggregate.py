@@ -105,6 +105,8 @@ def test_weights_come_as_lists_tuples_arrays_fractions_and_anything_with_tolist(
 @pytest.mark.parametrize(("weights", "error", "message"), [
     ([1], InvalidInputError, r"weights: must have one weight per reference \(2\), got 1"),
     ([1, -1], InvalidInputError, r"weights\[1\]: must be 0 or more, got -1"),
+    ([-10**5000, 1], InvalidInputError, r"weights\[0\]: must be 0 or more, got a number out of range"),
+    ({0: 5, 1: 1}, TypeError, r"weights: expected a sequence in order .* got a dict"),
     ([1, math.nan], InvalidInputError, r"weights\[1\]: must be finite, got nan"),
     ([math.inf, 1], InvalidInputError, r"weights\[0\]: must be finite, got inf"),
     ([0, 0.0], InvalidInputError, "weights: must not all be 0"),

@@ -16,9 +16,11 @@ rounded. Importable without mbrs; it registers only where mbrs is installed. Fro
 from __future__ import annotations
 
 import importlib.util
+import math
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from .errors import InvalidInputError
 from .metric import CHRF
 
 NAME = "chrf_core"
@@ -32,6 +34,19 @@ def _installed(module: str) -> bool:
 
 
 AVAILABLE = _installed("mbrs") and _installed("torch")
+
+
+def check_lprobs(values: Any) -> None:
+    """mbrs' ``reference_lprobs``, whose softmax weights the references: each a log-probability (finite, or -inf for
+    a reference of no weight), not all -inf; a broken one is named as the caller passed it."""
+    if not isinstance(values, list):
+        values = [values]
+    for index, value in enumerate(values):
+        if math.isnan(value) or value == math.inf:
+            raise InvalidInputError("reference_lprobs", f"must be a log-probability (finite, or -inf for none), got "
+                                                        f"{value}", index=index)
+    if values and all(value == -math.inf for value in values):
+        raise InvalidInputError("reference_lprobs", "must not all be -inf (every reference would weigh nothing)")
 
 
 def metric_class() -> type:
@@ -84,7 +99,9 @@ def metric_class() -> type:
                                                   reference_lprobs: Any = None) -> Any:
             weights = None
             if reference_lprobs is not None:
-                weights = torch.as_tensor(reference_lprobs, dtype=torch.float64).softmax(dim=-1).tolist()
+                lprobs = torch.as_tensor(reference_lprobs, dtype=torch.float64)
+                check_lprobs(lprobs.tolist())
+                weights = lprobs.softmax(dim=-1).tolist()
             return torch.from_numpy(self.chrf.aggregate(hypotheses, references, weights=weights,
                                                         threads=self.threads))
 

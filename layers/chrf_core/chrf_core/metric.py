@@ -288,7 +288,7 @@ class CHRF:
         """:meth:`pairwise` for many candidate sets (one per source sentence) in one call, the sets spread over
         ``threads`` threads (default: every core): one matrix per set, in order."""
         return mbr.batch(self._pairwise_of, hypothesis_sets, reference_sets, mbr.thread_count(threads),
-                         self.normalize)
+                         self.normalize, lambda hypotheses, references: hypotheses * references)
 
     def aggregate_batch(self, hypothesis_sets: Sequence[Sequence[str]], reference_sets: Sequence[Sequence[str]], *,
                         threads: int | None = None) -> list[numpy.ndarray]:
@@ -537,9 +537,10 @@ def _chunks(sides: Sides) -> Iterator[tuple[list[str], list[list[Any]]]]:
         if not hypothesis_chunk:
             return
         check_chunk(TEXT_KEYS[0], hypothesis_chunk, offset)
-        for chunk in reference_chunks:
-            if several:
-                check_chunk(TEXT_KEYS[1], [text if text is not None else "" for text in chunk], offset)
+        for stream, chunk in enumerate(reference_chunks):
+            if several:  # the stream named too: references[1][7000]
+                check_chunk(f"{TEXT_KEYS[1]}[{stream}]", [text if text is not None else "" for text in chunk],
+                            offset)
             else:
                 check_chunk(TEXT_KEYS[1], chunk, offset)
         if sides.normalize:
