@@ -8,9 +8,10 @@ has the table).
    X-Amz-Log-Type; a value outside them is a 400 ValidationException.
 3. The function: a name, partial ARN or ARN of this server's account and region, unqualified or ``$LATEST``
    (no versions or aliases are published locally); else 404 ResourceNotFoundException.
-4. The payload: at most 6 MB (RequestResponse, DryRun) or 1 MB (Event), else 413 RequestTooLargeException; strict
-   JSON in UTF-8 (no NaN, no trailing data, no byte order mark, not UTF-16 or UTF-32), else 400
-   InvalidRequestContentException.
+4. The payload: at most 6 MB (RequestResponse, DryRun) or 1 MB (Event), else 413 RequestTooLargeException; an
+   ``X-Amz-Client-Context`` of at most 3,583 bytes of base64 holding a JSON object (the Invoke API's documented
+   ClientContext), else 400 InvalidRequestContentException; strict JSON in UTF-8 (no NaN, no trailing data, no byte
+   order mark, not UTF-16 or UTF-32), else 400 InvalidRequestContentException.
 5. DryRun 204; Event 202 once queued (429 TooManyRequestsException when the function's queue is full);
    RequestResponse 200 with the function's result, ``X-Amz-Function-Error: Unhandled`` when it failed.
 """
@@ -40,6 +41,18 @@ NAME_PARTS = re.compile(r"(?:arn:aws[a-zA-Z-]*:lambda:)?(?P<region>(?:eusc-)?[a-
                         r"(?::(?P<qualifier>\$LATEST(?:\.PUBLISHED)?|[a-zA-Z0-9_-]+))?")
 QUALIFIER_PATTERN = r"(|[a-zA-Z0-9$_-]+)"
 ENUMS = {"invocationType": ("Event", "RequestResponse", "DryRun"), "logType": ("None", "Tail")}
+CLIENT_CONTEXT_LIMIT = 3583  # bytes of base64 (the Invoke API reference: "Up to 3,583 bytes of base64-encoded data")
+
+
+def valid_client_context(value: str) -> bool:
+    """Whether an X-Amz-Client-Context header is what Lambda takes: base64 of a JSON object, within the limit."""
+    if len(value) > CLIENT_CONTEXT_LIMIT:
+        return False
+    try:
+        decoded = json.loads(base64.b64decode(value, validate=True).decode("utf-8"), parse_constant=_reject_constant)
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return False
+    return isinstance(decoded, dict)
 
 
 def _validation_error(value: str, member: str, constraint: str) -> Answer:
@@ -113,6 +126,11 @@ class InvokeApi:
             operation = "InvokeAsync" if invocation_type == "Event" else "InvokeFunction"
             return lambda_error(413, "RequestTooLargeException",
                                 f"Request must be smaller than {limit} bytes for the {operation} operation")
+        client_context = headers.get("x-amz-client-context")
+        if client_context is not None and not valid_client_context(client_context):
+            return lambda_error(400, "InvalidRequestContentException",
+                                f"Client context must be a valid Base64-encoded JSON object of at most "
+                                f"{CLIENT_CONTEXT_LIMIT} bytes.")
         problem = parse_payload(body)
         if problem:
             return lambda_error(400, "InvalidRequestContentException",

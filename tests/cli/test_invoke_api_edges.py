@@ -233,6 +233,18 @@ CASES = [  # (function name in the path, query, headers, body) -> (status, error
      "InvalidRequestContentException"),
     ("ChrfComponentsFunction", "", {}, json.dumps(EXAMPLE["input"]).encode("utf-8-sig"), 400,
      "InvalidRequestContentException"),
+    # X-Amz-Client-Context: up to 3,583 bytes of base64 holding a JSON object (the Invoke API reference, ClientContext)
+    ("ChrfComponentsFunction", "", {"X-Amz-Client-Context": base64.b64encode(b'{"custom": {"a": 1}}').decode()},
+     None, 200, None),
+    ("ChrfComponentsFunction", "", {"X-Amz-Client-Context": "not base64!"}, None, 400,
+     "InvalidRequestContentException"),
+    ("ChrfComponentsFunction", "", {"X-Amz-Client-Context": base64.b64encode(b"[1, 2]").decode()}, None, 400,
+     "InvalidRequestContentException"),
+    ("ChrfComponentsFunction", "", {"X-Amz-Client-Context": base64.b64encode(b"{not json").decode()}, None, 400,
+     "InvalidRequestContentException"),
+    ("ChrfComponentsFunction", "", {"X-Amz-Client-Context": base64.b64encode(
+        json.dumps({"custom": {"pad": "x" * 2680}}).encode()).decode()}, None, 400,
+     "InvalidRequestContentException"),  # 3,608 bytes of base64
 ]
 
 
