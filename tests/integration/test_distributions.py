@@ -21,7 +21,7 @@ import sys
 import chrf_core
 import pytest
 from payloads import real_pairs
-from support import ROOT
+from support import ROOT, contract_part
 
 DIST = ROOT / "dist"
 WHEELHOUSE = ROOT / ".cache" / "wheelhouse"
@@ -112,7 +112,7 @@ def test_the_x86_64_wheel_installs_without_a_compiler_and_counts_natively(tmp_pa
     (tmp_path / "ref").write_text("\n".join(references) + "\n", encoding="utf-8")
     score = subprocess.run([str(bin_folder / "chrf-components"), "score", "hyp", "ref", "--word-order", "2", "--json"],
                            capture_output=True, text=True, env=variables, cwd=tmp_path, timeout=120)
-    assert score.returncode == 0 and json.loads(score.stdout) == expected(texts)["report"], score.stderr
+    assert score.returncode == 0 and contract_part(json.loads(score.stdout)) == expected(texts)["report"], score.stderr
     serve = subprocess.run([str(bin_folder / "chrf-components"), "serve"], capture_output=True, text=True,
                            env=variables, cwd=tmp_path, timeout=120)
     assert serve.returncode == 2 and serve.stdout == ""
