@@ -4,7 +4,6 @@ UTF-8 (no lone surrogate), at most MAX_TEXT_LENGTH code points; and a side's seg
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Iterator, Mapping, MappingView, Sequence
 from collections.abc import Set as AbstractSet
 from typing import Any
@@ -115,6 +114,8 @@ class _NonStarters:
     can reorder or compose across it). Built once, on first use (about 0.3 s)."""
 
     def __init__(self) -> None:
+        import unicodedata  # here: normalization is opt-in, the service's cold start never needs it
+
         pure_chars, self.count, self.edges = [], {}, {}
         self.growth = 1  # the most code points one code point decomposes into (U+FDFA: 18)
         # Hangul vowels and final consonants combine with what precedes them (algorithmically)
@@ -202,6 +203,8 @@ def normalized_text(key: str, index: int, text: str, form: Any) -> str:
     pass that limit once decomposed is refused, by an InvalidInputError naming it and the form, as soon as its
     normalized pieces pass it, and from the point where they outgrow twice the input only their lengths are kept
     (the text is normalized again once it is known to fit)."""
+    import unicodedata
+
     text = stream_safe(text)
     if text.isascii() or unicodedata.is_normalized(form, text):
         return text
@@ -224,6 +227,8 @@ def normalized_text(key: str, index: int, text: str, form: Any) -> str:
 
 
 def _normalized_pieces(text: str, form: Any) -> Iterator[str]:
+    import unicodedata
+
     assert _NON_STARTERS is not None
     splits = _NON_STARTERS.splits
     start = 0
