@@ -183,12 +183,13 @@ UNIT_ALONE := PYTHONPATH=tests/without CHRF_WITHOUT=$(WITHOUT_SERVICE) $(BIN)/py
 	-p no:anyio tests/unit
 
 # Everything, under both counting kernels: the suite with the native kernel (which must load), then the layer,
-# handler and pipeline tests again with the pure-Python kernel (the layer's tests in the library's own environment).
+# handler and pipeline tests again with the pure-Python kernel (the layer's tests in the library's own environment;
+# the local pipeline's command-line runs, which count as the pipeline tests beside them do, only once).
 test: setup-system lint build arm64-python dist wheelhouse setup-mbrs
 	CHRF_REQUIRE_BUILD=1 $(BIN)/python -m pytest
 	$(MAKE) --no-print-directory sam-local
 	CHRF_CORE_NATIVE=0 $(UNIT_ALONE)
-	CHRF_CORE_NATIVE=0 $(BIN)/python -m pytest tests/handler tests/pipeline
+	CHRF_CORE_NATIVE=0 $(BIN)/python -m pytest tests/handler tests/pipeline --ignore=tests/pipeline/test_local_pipeline.py
 
 bench: setup-dev
 	$(BIN)/python tests/benchmark.py
