@@ -5,6 +5,7 @@ package and the command that installs them, and the run goes on (their tests the
 import os
 import shutil
 import subprocess
+import tempfile
 
 import pytest
 from support import ROOT
@@ -14,11 +15,17 @@ def test_without_root_or_sudo_make_names_every_missing_package_in_one_line_and_g
     if shutil.which("dpkg") is None:
         pytest.skip("not in this run: not a Debian or Ubuntu machine (make test says so in one line there)")
     packages = "coreutils chrf-no-such-package-a chrf-no-such-package-b"  # the first is installed on every Debian
-    command = ["make", "-s", "-C", str(ROOT), "setup-system", f"SYSTEM_PACKAGES={packages}"]
-    if os.geteuid() == 0:  # as a user who may not install (no sudo on this PATH)
-        command = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *command]
-    done = subprocess.run(command, env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "LANG": "C.UTF-8"},
-                          capture_output=True, text=True, timeout=120)
+    folder = tempfile.mkdtemp()  # the Makefile where any user may read it (a clone's folder may be root's alone)
+    try:
+        os.chmod(folder, 0o755)
+        shutil.copy(ROOT / "Makefile", folder)
+        command = ["make", "-s", "-C", folder, "setup-system", f"SYSTEM_PACKAGES={packages}"]
+        if os.geteuid() == 0:  # as a user who may not install (no sudo on this PATH)
+            command = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *command]
+        done = subprocess.run(command, env={"PATH": "/usr/bin:/bin", "HOME": folder, "LANG": "C.UTF-8"},
+                              capture_output=True, text=True, timeout=120)
+    finally:
+        shutil.rmtree(folder)
     assert done.returncode == 0 and done.stderr == ""
     assert done.stdout == ("make test: missing Debian packages chrf-no-such-package-a chrf-no-such-package-b (their "
                            "tests will skip): sudo apt-get install chrf-no-such-package-a chrf-no-such-package-b\n")
