@@ -158,11 +158,9 @@ class _Background:
         self.thread.start()
 
     def stop(self) -> None:
-        server = self.server
-        while server._map:
-            for channel in list(server._map.values()):
-                channel.close()
-        server.task_dispatcher.shutdown()
+        from .server import stop_waitress
+
+        stop_waitress(self.server)
         self.thread.join(5)
 
 

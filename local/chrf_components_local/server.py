@@ -127,6 +127,15 @@ def read_body(environ: dict[str, Any]) -> bytes:
     return data
 
 
+def stop_waitress(server: Any) -> None:
+    """Stop a waitress server running in another thread: close its listening socket and every connection, then its
+    task threads."""
+    while server._map:
+        for channel in list(server._map.values()):
+            channel.close()
+    server.task_dispatcher.shutdown()
+
+
 class LocalServer:
     """waitress serving the Gateway on host:port, with the function's workers started."""
 
@@ -153,11 +162,7 @@ class LocalServer:
 
     def shutdown(self) -> None:
         """Stop serving (from another thread): close the listening socket and every connection."""
-        server: Any = self.waitress
-        while server._map:
-            for channel in list(server._map.values()):
-                channel.close()
-        server.task_dispatcher.shutdown()
+        stop_waitress(self.waitress)
 
     def server_close(self) -> None:
         """Stop the function's workers (and close the log file, if there is one)."""
