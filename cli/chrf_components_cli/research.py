@@ -7,6 +7,7 @@ import argparse
 import json
 import sys
 
+import chrf_core
 from chrf_core import score_text
 
 from .common import CommandError, input_roles, open_inputs, same_file_key, settings_from, write_output
@@ -117,8 +118,8 @@ def command_compare(args: argparse.Namespace) -> int:
         for file in files:
             file.close()
     reports, systems = compare.compare(settings, names, parts, args.bootstrap, args.randomization, args.seed)
-    result = {"baseline": names[0], "signature": settings.signature, "normalize": settings.normalize,
-              "nrefs": len(inputs.references), "references": inputs.references, "systems": systems}
+    result = {"baseline": names[0], **chrf_core.signature_fields(settings, len(inputs.references)),
+              "references": inputs.references, "systems": systems}
     method = (f"paired approximate randomization, {args.randomization} trials" if args.randomization
               else f"paired bootstrap resampling, {args.bootstrap} resamples") + f", seed {args.seed}"
     if args.html:

@@ -41,8 +41,7 @@ def files_line(inputs: Any) -> str:
 def report_json(report: dict[str, Any], inputs: Any, settings: chrf_core.CHRF) -> str:
     """A corpus report as the command line prints it with --json: the contract's object, then what the signature
     says beyond it (normalization, the number of references) and which file was read as what."""
-    document = {**report, "signature": settings.signature, "normalize": settings.normalize,
-                "nrefs": len(inputs.references),
+    document = {**report, **chrf_core.signature_fields(settings, len(inputs.references)),
                 "files": {"hypotheses": inputs.hypotheses[0], "references": list(inputs.references)}}
     return json.dumps(document, indent=2, ensure_ascii=False)
 

@@ -117,3 +117,32 @@ def test_lists_tuples_arrays_and_generators_are_read_alike_by_every_method():
                 HYPOTHESES, STREAMS[0]).tolist()
     two_systems = numpy.array([HYPOTHESES, HYPOTHESES[::-1]])  # a NumPy 2-D array of systems
     assert chrf.system_counts(two_systems, STREAMS[0])[0].tolist() == expected
+
+
+@pytest.mark.parametrize("references, per_segment, sacrebleu_streams", [
+    (STREAMS[0], None, [STREAMS[0]]),
+    (STREAMS, False, STREAMS),
+    (PER_SEGMENT, True, STREAMS),
+    ([["the cat sat on a mat"], ["the dog barked loud", "a dog was barking"]], True,
+     [["the cat sat on a mat", "the dog barked loud"], [None, "a dog was barking"]]),
+    ([["the cat sat on a mat", None], ["the dog barked loud", "a dog"], [None, "a dog was barking"]], False,
+     [["the cat sat on a mat", None], ["the dog barked loud", "a dog"], [None, "a dog was barking"]]),
+])
+def test_a_report_records_its_number_of_references_as_sacrebleus_signature_does(references, per_segment,
+                                                                                 sacrebleu_streams):
+    sacre = SacreCHRF()
+    sacre.corpus_score(HYPOTHESES, sacrebleu_streams)
+    expected = "var" if sacre.num_refs == -1 else sacre.num_refs
+    report = CHRF(normalize="NFKC").corpus_score(HYPOTHESES, references, references_per_segment=per_segment)
+    assert report.nrefs == expected
+    assert report.to_dict(signature=True) == {**report.to_dict(), "signature": CHRF(normalize="NFKC").signature,
+                                              "normalize": "NFKC", "nrefs": expected}
+    assert "nrefs" not in report.to_dict() and "normalize" not in report.to_dict()  # the contract's object as it is
+
+
+def test_a_report_of_merged_or_read_back_counts_does_not_claim_a_number_of_references():
+    chrf = CHRF()
+    report = chrf.report(chrf.corpus_counts(HYPOTHESES, STREAMS, references_per_segment=False))
+    assert report.nrefs is None and report.to_dict(signature=True)["nrefs"] is None
+    assert report.to_dict(signature=True)["normalize"] is None
+    assert chrf.sentence_score(HYPOTHESES[0], PER_SEGMENT[0]).nrefs == 2

@@ -191,20 +191,31 @@ class CHRF:
         references per segment instead (Hugging Face's and torchmetrics' layout; read whole). A list of N lists of N
         texts for N >= 2 hypotheses, which both layouts could mean, is refused unless ``references_per_segment``
         says which (False: sacreBLEU's)."""
-        return report_of(self.corpus_counts(hypotheses, references, references_per_segment=references_per_segment))
+        return report_of(*self._counted(hypotheses, references, references_per_segment))
 
     def corpus_counts(self, hypotheses: Iterable[str], references: References, *,
                       references_per_segment: bool | None = None) -> Counts:
         """The per-order counts behind :meth:`corpus_score`: mergeable with other segments' counts
         (:meth:`Counts.merge`), scored by :meth:`report`."""
-        parts = [count_segments(hypothesis_chunk, reference_chunks[0], self) if len(reference_chunks) == 1 else
-                 Counts.of_array(self, len(hypothesis_chunk), self._best_rows(hypothesis_chunk, reference_chunks)
-                                 .sum(axis=0))
-                 for hypothesis_chunk, reference_chunks in _chunks(_streams(hypotheses, references,
-                                                                            references_per_segment, self.normalize))]
+        return self._counted(hypotheses, references, references_per_segment)[0]
+
+    def _counted(self, hypotheses: Iterable[str], references: References,
+                 references_per_segment: bool | None) -> tuple[Counts, int | str]:
+        """The corpus counts and the number of references per segment (sacreBLEU's nrefs: "var" where it varies)."""
+        parts = []
+        reference_counts: set[int] = set()
+        for hypothesis_chunk, reference_chunks in _chunks(_streams(hypotheses, references, references_per_segment,
+                                                                   self.normalize)):
+            if len(reference_chunks) == 1:
+                reference_counts.add(1)
+                parts.append(count_segments(hypothesis_chunk, reference_chunks[0], self))
+                continue
+            reference_counts.update(len(texts) - texts.count(None) for texts in zip(*reference_chunks))
+            parts.append(Counts.of_array(self, len(hypothesis_chunk),
+                                         self._best_rows(hypothesis_chunk, reference_chunks).sum(axis=0)))
         if not parts:
             raise InvalidInputError(TEXT_KEYS[0], "at least 1 segment, got 0")
-        return Counts.merge(parts)
+        return Counts.merge(parts), reference_counts.pop() if len(reference_counts) == 1 else "var"
 
     def sentence_score(self, hypothesis: str, references: str | Sequence[str | None]) -> Report:
         """One segment's score (sacreBLEU's ``sentence_score``): ``references`` a list of its references (against

@@ -80,6 +80,20 @@ class Report(NamedTuple):
     average_precision: Fraction
     average_recall: Fraction
     exact: Fraction
+    nrefs: int | str | None = None  # references per segment, as sacreBLEU's signature counts them; None: not known
+
+    def __eq__(self, other: object) -> bool:
+        """Equal when every number is: ``nrefs`` says how the references came, not what they counted (a report of
+        merged counts equals the corpus report)."""
+        if isinstance(other, Report):
+            return self[:-1] == other[:-1]
+        return tuple.__eq__(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    def __hash__(self) -> int:
+        return hash(self[:-1])
 
     @property
     def score(self) -> float:
@@ -125,8 +139,11 @@ class Report(NamedTuple):
     def __str__(self) -> str:
         return self.format()
 
-    def to_dict(self) -> dict[str, Any]:
-        """The contract's output object; nothing more, nothing less."""
+    def to_dict(self, signature: bool = False) -> dict[str, Any]:
+        """The contract's output object; nothing more, nothing less. With ``signature``, followed by what the
+        signature records beyond the contract (:func:`signature_fields`): then no longer the contract's object."""
+        if signature:
+            return {**self.to_dict(), **signature_fields(self.settings, self.nrefs)}
         orders = []
         for o in self.orders:
             precision, recall, f_score = o.ratios()
@@ -146,14 +163,21 @@ class Report(NamedTuple):
         }
 
 
-def report_of(counts: Counts) -> Report:
+def signature_fields(settings: Settings, nrefs: int | str | None) -> dict[str, Any]:
+    """What a report records beyond the contract's object, as the signature does: the signature, the Unicode
+    normalization (None: none) and the number of references per segment (sacreBLEU's ``nrefs``: "var" where
+    segments have different numbers; None where not known)."""
+    return {"signature": settings.signature, "normalize": getattr(settings, "normalize", None), "nrefs": nrefs}
+
+
+def report_of(counts: Counts, nrefs: int | str | None = None) -> Report:
     """The typed report of ``counts``."""
     settings = counts.settings
     orders = tuple(OrderScore(kind, n, hyp, ref, match, settings.beta)
                    for (kind, n), (hyp, ref, match) in zip(order_labels(settings.char_order, settings.word_order),
                                                            counts.orders, strict=True))
     precision, recall, score = averages_and_score(settings, counts.orders)
-    return Report(settings, counts.segment_count, orders, Fraction(*precision), Fraction(*recall), score)
+    return Report(settings, counts.segment_count, orders, Fraction(*precision), Fraction(*recall), score, nrefs)
 
 
 # ---- many count arrays at once ---------------------------------------------------------------------------------
