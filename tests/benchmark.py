@@ -312,19 +312,24 @@ def threads_table(rounds: int, cores: int) -> None:
     """The MBR calls on 1, 2 and every core, timed in the same rounds."""
     print("\n   scaling with threads (chrF, best of the same rounds):\n")
     counts = sorted({1, 2, cores})
-    print(f"{'call':<28}" + "".join(f"{f'{k} thread' + ('s' if k > 1 else ''):>13}" for k in counts))
+    print(f"{'call':<30}" + "".join(f"{f'{k} thread' + ('s' if k > 1 else ''):>13}" for k in counts))
     big, sets = mbr_candidates(1024), [mbr_candidates(32, source) for source in range(64)]
     tiny = [mbr_candidates(2, source)[:2] for source in range(4)] * 25_000  # 10^5 sets of 2
     metric = chrf_core.CHRF()
+    lprobs = numpy.random.default_rng(5).normal(-20, 6, len(big))
+    lprobs[7] = lprobs.max() - 300  # mbrs' softmax weights with one share below 2^-400
+    weights = numpy.exp(lprobs - lprobs.max())
     calls = (("pairwise 1024 x 1024", lambda k: metric.pairwise(big, big, threads=k), max(1, rounds // 2)),
              ("aggregate 1024", lambda k: metric.aggregate(big, big, threads=k), 3 * rounds),
+             ("aggregate 1024, a tiny weight", lambda k: metric.aggregate(big, big, threads=k, weights=weights),
+              3 * rounds),
              ("pairwise_batch 64 sets of 32", lambda k: metric.pairwise_batch(sets, sets, threads=k), rounds),
              ("aggregate_batch 64 sets of 32", lambda k: metric.aggregate_batch(sets, sets, threads=k), 3 * rounds),
              ("pairwise_batch 10^5 sets of 2", lambda k: metric.pairwise_batch(tiny, tiny, threads=k),
               max(1, rounds // 2)))
     for name, call, repeats in calls:  # the calls of a few milliseconds repeated more: a best of few is noise here
         best = best_of({str(k): lambda k=k, call=call: call(k) for k in counts}, repeats, 1)
-        print(f"{name:<28}" + "".join(f"{best[str(k)] * 1000:>11.1f}ms" for k in counts))
+        print(f"{name:<30}" + "".join(f"{best[str(k)] * 1000:>11.1f}ms" for k in counts))
 
 
 def import_times() -> None:

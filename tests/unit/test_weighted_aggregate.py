@@ -119,3 +119,22 @@ def test_weights_come_as_lists_tuples_arrays_fractions_and_anything_with_tolist(
 def test_mistaken_weights_are_named(weights, error, message):
     with pytest.raises(error, match=message):
         CHRF().aggregate(["a b", "c"], ["a", "b"], weights=weights)
+
+
+@pytest.mark.parametrize("tiny", [2**500, 2**1100])  # a share of 2^-500 (a normal double) and 2^-1100 (none)
+def test_a_weight_share_far_below_the_others_sends_only_the_hypotheses_it_alone_reaches_to_python(monkeypatch, tiny):
+    if "native" not in kernel_module.KERNELS:
+        pytest.skip("not in this run: the native kernel is not loaded here (its fallback is what is tested)")
+    monkeypatch.setattr(kernel_module, "KERNEL", "native")
+    references = ["the cat sat on the mat", "zq xv jk"]  # the second shares no character with the first
+    hypotheses = ["the cat sat", "a mat", "zq xv", "the jk", "q"]  # the third and fifth match only the second
+    weights = [tiny, 1]  # the second reference's share: 1 / (tiny + 1)
+    expected = naive_aggregate(hypotheses, references, weights, **CHRF(word_order=2).as_dict())
+    sent = []
+    exact_counts = kernel_module.weighted_counts
+    monkeypatch.setattr(kernel_module, "weighted_counts",
+                        lambda chosen, *rest: sent.append(list(chosen)) or exact_counts(chosen, *rest))
+    scores = CHRF(word_order=2).aggregate(hypotheses, references, weights=weights).tolist()
+    assert scores == [float(value) for value in expected]
+    assert 0 < expected[2] < 1e-100 and 0 < expected[4] < 1e-100  # the tiny share alone makes them positive
+    assert sent == [["zq xv", "q"]]  # the others scored natively (before: all five in Python)

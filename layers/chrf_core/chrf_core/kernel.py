@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 ExactScore = Callable[[Sequence[Triple] | Sequence[list[int]]], Fraction]
 TOLERANCE_BITS = 80  # a native score within 2^-80 of a rounding midpoint is recomputed exactly
 WEIGHTED_TOLERANCE_BITS = 64  # weighted counts carry a relative error below 2^-70 (aggregate.c): a margin of 2^6
-SMALLEST_NATIVE_SHARE = Fraction(1, 2**400)  # below, double-double products could leave the normal range: Python
+SMALLEST_DOUBLE = 2.0**-1074  # a nonzero weight share below it goes to the native kernel as it (never as 0)
 
 
 def as_counted(texts: Sequence[str], settings: Settings) -> Sequence[str]:
@@ -200,18 +200,18 @@ class NativeKernel(Kernel):
 
     def weighted_aggregate(self, hypotheses: Sequence[str], references: Sequence[str], settings: Settings,
                            exact: ExactScore, threads: int, weights: Sequence[int]) -> numpy.ndarray:
-        """In double-double arithmetic; a score it cannot round for certain is computed exactly in Python (all of
-        them when a weight's share is below 2^-400 but not 0)."""
+        """In double-double arithmetic; a score it cannot round for certain, or whose weighted counts fall below its
+        range (shares far below the largest: aggregate.c), is computed exactly in Python."""
         import numpy
 
         total = sum(weights)
-        shares = [Fraction(weight, total) for weight in weights]
-        if any(0 < share < SMALLEST_NATIVE_SHARE for share in shares):
-            return super().weighted_aggregate(hypotheses, references, settings, exact, threads, weights)
         pairs = numpy.empty((len(weights), 2))
-        for row, share in zip(pairs, shares):
+        for row, weight in zip(pairs, weights):
+            share = Fraction(weight, total)
             row[0] = float(share)
-            row[1] = float(share - Fraction(row[0]))
+            row[1] = float(share - Fraction(row[0])) if row[0] else 0.0
+            if share and not row[0]:  # never 0 natively: what it reaches is then below range, computed exactly
+                row[0] = SMALLEST_DOUBLE
         scores, _, undecided = self._aggregate(hypotheses, references, settings, threads, pairs,
                                                WEIGHTED_TOLERANCE_BITS)
         if undecided:

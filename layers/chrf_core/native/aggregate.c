@@ -8,6 +8,12 @@
  * n-grams count W = sum of w_j times, the references' n-grams count w_j times each: the same formula with the
  * uniform 1 replaced by the weights. Weighted counts are double-double values, each a sum of positive terms with a
  * relative error far below 2^-70; a score within the caller's tolerance of a rounding midpoint is flagged.
+ *
+ * That bound holds while every nonzero weighted count is at least 2^-400 (then every product and quotient the score
+ * forms stays a normal double-double). A share of the weights below 2^-400 (the caller rounds a nonzero one below
+ * the smallest double up to it, so that it is never 0 here) can make a count smaller: a hypothesis with such a
+ * count is flagged, and only those are computed exactly; any other count it adds to is at least 2^-400, next to
+ * which its absolute error (below 2^-1074 a term) is far below the bound.
  */
 #include "mbr.h"
 
@@ -16,6 +22,7 @@
 
 #define NGRAMS_PER_PAUSE (1u << 20) /* hypothesis n-grams scored between two pauses (for a pending signal) */
 #define EXACT_DOUBLES 9007199254740992.0 /* 2^53: counts from here on are flagged for exact computation */
+#define SMALLEST_WEIGHTED 0x1p-400       /* a nonzero weighted count below it is flagged for exact computation */
 
 typedef struct {
     const Scoring *scoring;
@@ -31,8 +38,11 @@ typedef struct {
     const Double2 *weighted_ngrams; /* per order: the references' n-grams, weighted */
 } Aggregate;
 
-/* One hypothesis against the weighted references: its score (counts are not integers, so none are written). */
-static Double2 weighted_score(const Aggregate *a, const Scratch *s, size_t i, size_t distinct) {
+static inline int below_range(Double2 count) { return count.hi > 0.0 && count.hi < SMALLEST_WEIGHTED; }
+
+/* One hypothesis against the weighted references: its score (counts are not integers, so none are written);
+   *outside set when a nonzero weighted count it uses is below the range the score is computed in. */
+static Double2 weighted_score(const Aggregate *a, const Scratch *s, size_t i, size_t distinct, int *outside) {
     const Corpus *corpus = &a->run->corpus;
     const int orders = a->orders;
     Double2 values[3 * MAX_ORDERS];
@@ -48,6 +58,7 @@ static Double2 weighted_score(const Aggregate *a, const Scratch *s, size_t i, si
     for (int o = 0; o < orders; o++) {
         hyp[o] = d2_mul(a->weight_total, d2_of(corpus->totals[i * (size_t)orders + o]));
         ref[o] = a->weighted_ngrams[o];
+        *outside |= below_range(matches[o]) || below_range(ref[o]);
     }
     return chrf_score_of(a->scoring, orders, hyp, ref, matches, NULL, NULL);
 }
@@ -63,9 +74,11 @@ static int score_hypotheses(void *shared, int worker, size_t from, size_t to) {
         size_t distinct = distinct_ngrams(corpus, i, a->scoring->char_order, orders, (uint32_t)i, s->seen,
                                           s->where, s->entries);
         if (a->weighted_sums != NULL) {
-            const Double2 value = weighted_score(a, s, i, distinct);
+            int outside = 0;
+            const Double2 value = weighted_score(a, s, i, distinct, &outside);
             a->scores[i] = value.hi;
-            if (near_midpoint(value, a->scoring->tolerance) && flag(&a->run->found[worker], i) < 0) return -1;
+            if ((outside || near_midpoint(value, a->scoring->tolerance)) && flag(&a->run->found[worker], i) < 0)
+                return -1;
             continue;
         }
         uint64_t matches[MAX_ORDERS] = {0};
