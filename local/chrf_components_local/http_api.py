@@ -43,8 +43,8 @@ def routes(template: dict[str, Any]) -> list[Route]:
         for event in (resource.get("Properties", {}).get("Events") or {}).values():
             if isinstance(event, dict) and event.get("Type") == "HttpApi":
                 properties = event.get("Properties", {})
-                found.append(Route(str(properties.get("Method", "ANY")), str(properties.get("Path", "$default")),
-                                   name))
+                found.append(Route(str(properties.get("Method", "ANY")).upper(),  # SAM's examples write "get"
+                                   str(properties.get("Path", "$default")), name))
     return found
 
 

@@ -11,9 +11,13 @@
 The HTTP front door is waitress, a maintained pure-Python WSGI server: it reads every request in full (headers
 and body, chunked or not) on its own event loop before a thread sees it, so slow or idle clients hold no thread;
 it keeps connections alive, validates Content-Length, caps the body at API Gateway's 10 MB payload limit (413),
-closes idle connections, and keeps a deep listen backlog. With ``--iam`` the SigV4 signature is checked first, as
-the deployed API's IAM authorization (service execute-api) and Lambda (service lambda) check it. Log lines are
-escaped and never carry a body. The functions run in worker processes as Lambda runs them (runtime.py).
+closes idle connections, and keeps a deep listen backlog. A complete request waits in the queue of the function
+it is for, served by as many threads as that function has execution environments (FunctionQueues), so that one
+function's backlog never delays another's. A connection closed after an early answer (headers past their limit:
+431) first reads what the client still sends, so that the client reads the answer, not a reset. With ``--iam``
+the SigV4 signature is checked first, as the deployed API's IAM authorization (service execute-api) and Lambda
+(service lambda) check it. Log lines are escaped and never carry a body. The functions run in worker processes
+as Lambda runs them (runtime.py).
 SIGINT (Ctrl-C) and SIGTERM stop the server and every worker.
 """
 
@@ -24,6 +28,7 @@ import json
 import pathlib
 import re
 import signal
+import socket
 import sys
 import time
 from collections.abc import Callable, Iterable
@@ -35,10 +40,13 @@ from chrf_core.contract import EXECUTE_PATH
 from . import template as sam_template
 from .answers import lambda_error
 from .http_api import HttpApi
-from .invoke_api import INVOKE_PATH, InvokeApi
+from .invoke_api import INVOKE_PATH, NAME_PARTS, InvokeApi
 from .runtime import Functions
 
 CONNECTION_TIMEOUT = 30  # seconds a connection may stay idle before the server closes it
+LINGER_SECONDS = 5.0  # a connection closed after an early answer reads what the client still sends, this long
+LINGER_BYTES = 16 * 1024 * 1024  # and at most this much
+SPARE_THREADS = 4  # threads for requests that reach no function (refusals, 404s, CORS preflights)
 CONNECTION_LIMIT = 1000  # connections open at once; more wait in the listen backlog
 BACKLOG = 1024  # connections the kernel queues before the server accepts them
 CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\\]")
@@ -93,6 +101,15 @@ class Gateway:
                            f"\"{escaped(method, 16)} {escaped(target)}\" {status} {len(data)}\n")
         return [data]
 
+    def function_of(self, method: str, path: str) -> str | None:
+        """The function a request (its method and unquoted path) is for, if any: the queue it waits in."""
+        invocation = INVOKE_PATH.fullmatch(path)
+        if invocation and method == "POST":
+            parts = NAME_PARTS.fullmatch(invocation[1])
+            return parts["name"] if parts and self.functions.get(parts["name"]) else None
+        route = self.http_api.route(method, path)
+        return route.function if route else None
+
     def refused(self, method: str, target: str, headers: dict[str, str], body: bytes, service: str) -> Any:
         """Why the signature does not hold (with --iam), if it does not: a sigv4.SignatureError, else None."""
         if self.credentials is None:
@@ -136,24 +153,113 @@ def stop_waitress(server: Any) -> None:
     server.task_dispatcher.shutdown()
 
 
+def lingering_channel() -> type:
+    """waitress's connection with a lingering close, as Apache's and nginx's: when the server closes a connection
+    after answering while the client may still be sending (a request refused before it was read in full: headers
+    past their limit, 431), it stops writing, reads and discards what still comes (up to LINGER_BYTES, for at most
+    LINGER_SECONDS) and only then closes, so that the client reads the answer instead of a connection reset."""
+    from waitress.channel import HTTPChannel
+
+    class LingeringChannel(HTTPChannel):  # type: ignore[misc]
+        linger_until: float | None = None
+        linger_left = 0
+        closing_after_answer = False
+
+        def handle_write(self) -> None:
+            self.closing_after_answer = True  # a close from here is the server's, after its answer
+            try:
+                super().handle_write()
+            finally:
+                self.closing_after_answer = False
+
+        def handle_close(self) -> None:
+            if self.linger_until is None and self.closing_after_answer and self.connected:
+                try:
+                    self.socket.shutdown(socket.SHUT_WR)
+                except OSError:
+                    pass
+                else:
+                    self.linger_until, self.linger_left = time.monotonic() + LINGER_SECONDS, LINGER_BYTES
+                    return
+            super().handle_close()
+
+        def readable(self) -> bool:
+            return True if self.linger_until is not None else bool(super().readable())
+
+        def writable(self) -> bool:
+            if self.linger_until is not None:  # once the time is up, handle_write closes it
+                return time.monotonic() > self.linger_until
+            return bool(super().writable())
+
+        def handle_read(self) -> None:
+            if self.linger_until is None:
+                super().handle_read()
+                return
+            try:
+                data = self.socket.recv(65536)
+            except OSError:
+                data = b""
+            self.linger_left -= len(data)
+            if not data or self.linger_left <= 0 or time.monotonic() > self.linger_until:
+                super().handle_close()
+
+    return LingeringChannel
+
+
+class FunctionQueues:
+    """waitress's task dispatcher with a queue and threads per function (one per execution environment) and one more
+    for every other request: a function's backlog waits in its own queue, holding no thread, and never delays
+    another function's requests (Lambda's concurrency is per function)."""
+
+    def __init__(self, threads: dict[str, int], spare: int, function_of: Callable[[str, str], str | None]) -> None:
+        from waitress.task import ThreadedTaskDispatcher
+
+        self.function_of = function_of
+        self.queues: dict[str, Any] = {}
+        for name, count in {**threads, "": spare}.items():
+            self.queues[name] = ThreadedTaskDispatcher()
+            self.queues[name].set_thread_count(count)
+
+    def set_thread_count(self, count: int) -> None:
+        """Each queue keeps its own threads (waitress calls this only for its own dispatcher)."""
+
+    def add_task(self, channel: Any) -> None:
+        """Queue a connection whose next request is complete, in the queue of the function that request is for."""
+        request = channel.requests[0] if getattr(channel, "requests", None) else None
+        name = None
+        if request is not None and request.error is None:
+            name = self.function_of(request.command, request.path)
+        self.queues[name or ""].add_task(channel)
+
+    def shutdown(self, cancel_pending: bool = True, timeout: float = 5) -> bool:
+        for queue in self.queues.values():
+            queue.set_thread_count(0)
+        deadline = time.monotonic() + timeout
+        return all([queue.shutdown(cancel_pending, max(0.0, deadline - time.monotonic()))
+                    for queue in self.queues.values()])
+
+
 class LocalServer:
     """waitress serving the Gateway on host:port, with the function's workers started."""
 
-    def __init__(self, host: str, port: int, functions: Functions, gateway: Gateway, threads: int,
+    def __init__(self, host: str, port: int, functions: Functions, gateway: Gateway, workers: int,
                  idle_timeout: int) -> None:
         import waitress
 
         self.functions, self.region = functions, gateway.region
         self.log_stream: TextIO | None = None
+        queues = FunctionQueues({name: workers for name in functions.runtimes}, SPARE_THREADS, gateway.function_of)
         try:
             self.waitress = waitress.create_server(
-                gateway, host=host, port=port, threads=threads, connection_limit=CONNECTION_LIMIT, backlog=BACKLOG,
+                gateway, _dispatcher=queues, host=host, port=port, connection_limit=CONNECTION_LIMIT, backlog=BACKLOG,
                 channel_timeout=idle_timeout, cleanup_interval=max(1, min(30, idle_timeout)),
                 max_request_body_size=sam_template.API_GATEWAY_PAYLOAD_LIMIT, asyncore_use_poll=True,
                 ident="chrf-components-local", clear_untrusted_proxy_headers=True,
             )
         except (OSError, OverflowError, ValueError) as error:
+            queues.shutdown()
             raise ServeError(f"cannot listen on {host}:{port} ({getattr(error, 'strerror', None) or error})") from None
+        self.waitress.channel_class = lingering_channel()
         self.server_address = (host, int(self.waitress.effective_port))
 
     def serve_forever(self) -> None:
@@ -201,7 +307,7 @@ def make_server(host: str = "127.0.0.1", port: int = 3000, template: pathlib.Pat
     try:
         server = LocalServer(host, port, functions,
                              Gateway(functions, sam_template.load_template(path), credentials, region, log_stream),
-                             max(4, 2 * workers), idle_timeout)
+                             workers, idle_timeout)
     except BaseException:
         functions.close()
         if log_stream:

@@ -8,6 +8,7 @@ import http.client
 import json
 import os
 import signal
+import socket
 import threading
 import time
 from urllib.parse import quote
@@ -259,6 +260,25 @@ def test_the_invoke_api_answers_each_case_as_aws_does(running, name, query, head
         assert got_headers["x-amzn-errortype"] == error and json.loads(data)["__type"] == error
     else:
         assert json.loads(data) == EXAMPLE["output"]
+
+
+@pytest.mark.parametrize("size", [300_000, 1_000_000, 8_000_000])
+def test_headers_past_the_limit_are_answered_431_and_the_client_reads_it_instead_of_a_reset(running, size):
+    """A request refused before it was read in full: the server reads on until the client has sent it (a lingering
+    close), so that the client reads the answer; before, a 1 MB client context was a connection reset."""
+    context = base64.b64encode(json.dumps({"custom": {"pad": "x" * size}}).encode()).decode()
+    request = (f"POST {invocations(FUNCTION)} HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Amz-Client-Context: {context}\r\n"
+               f"Content-Length: 2\r\n\r\n{{}}").encode()
+    with socket.create_connection(("127.0.0.1", running.server_address[1]), timeout=30) as connection:
+        for start in range(0, len(request), 65536):  # as a client writes it, a piece at a time
+            connection.sendall(request[start:start + 65536])
+            time.sleep(0.0005)
+        answer = b""
+        while chunk := connection.recv(65536):
+            answer += chunk
+    assert answer.startswith(b"HTTP/1.0 431 Request Header Fields Too Large\r\n")
+    assert lambda_client(running.server_address[1]).invoke(FunctionName=FUNCTION, Payload=json.dumps(
+        EXAMPLE["input"]))["StatusCode"] == 200  # and the server serves on
 
 
 # ---- a function's own faults, its Timeout, and signals ----------------------------------------------------------
