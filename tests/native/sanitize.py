@@ -9,6 +9,7 @@ import contextlib
 import pathlib
 import random
 import sys
+from fractions import Fraction
 
 sys.path[:0] = [sys.argv[1], str(pathlib.Path(__file__).resolve().parents[1])]
 
@@ -83,7 +84,7 @@ for _ in range(300):  # pairwise: every shape of side, both averagings, the exac
         assert aggregated.tolist() == matrix[:, 0].tolist()
     assert [len(scores) for scores in metric.aggregate_batch([sides[0]] * 3, [sides[1]] * 3, threads=threads)] == [
         len(sides[0])] * 3
-    weights = [rng.choice([0, 1, rng.random(), 1e-30, 2.5e10]) for _ in sides[1]]
+    weights = [rng.choice([0, 1, rng.random(), 1e-30, 2.5e10, 1e-300, Fraction(1, 2**1100)]) for _ in sides[1]]
     if any(weights):
         weighted = metric.aggregate(*sides, threads=threads, weights=weights)
         assert weighted.tolist() == [float(value) for value in metric.aggregate(*sides, weights=weights, exact=True)]

@@ -23,7 +23,7 @@ from .counts import Counts
 from .errors import InvalidInputError
 from .kernel import KERNEL
 from .metric import CHRF
-from .report import OrderScore, Report, fraction_text, score_text, signature_fields
+from .report import OrderScore, Report, fraction_text, score_text
 from .service import score
 from .texts import MAX_TEXT_LENGTH, utf8_size
 from .tokens import words
@@ -41,7 +41,7 @@ if "mbrs" in sys.modules:  # loaded by mbrs-decode --plugin_dir: register the ch
 
 __all__ = ["CHRF", "KERNEL", "MAX_SEGMENTS", "MAX_TEXT_BYTES", "MAX_TEXT_LENGTH", "Counts", "InvalidInputError",
            "OrderScore", "Report", "corpus_report", "fraction_text", "pairwise", "score", "score_text",
-           "segment_reports", "segment_scores", "signature_fields", "utf8_size", "words"]
+           "segment_reports", "segment_scores", "utf8_size", "words"]
 
 
 def corpus_report(hypotheses: Iterable[str], references: Iterable[str], **settings: Any) -> Report:
