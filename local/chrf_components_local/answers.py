@@ -1,10 +1,12 @@
-"""What the emulator answers, and the error shapes of the two APIs it serves, in one place: an answer is (status,
-headers, body); the HTTP API's gateway errors are API Gateway's (``{"message": ...}``), the Invoke API's are the
-Lambda API's (``{"Type", "message", "__type"}`` with ``x-amzn-ErrorType``)."""
+"""What the emulator answers, and the error shapes it writes, in one place: an answer is (status, headers, body);
+the HTTP API's gateway errors are API Gateway's (``{"message": ...}``), the Invoke API's are the Lambda API's
+(``{"Type", "message", "__type"}`` with ``x-amzn-ErrorType``), and a function's errors are the Lambda runtime's
+(``{"errorMessage", "errorType", ...}``)."""
 
 from __future__ import annotations
 
 import json
+from typing import Any
 
 Answer = tuple[int, list[tuple[str, str]], bytes]
 JSON_HEADERS = [("Content-Type", "application/json")]
@@ -12,6 +14,16 @@ JSON_HEADERS = [("Content-Type", "application/json")]
 # The HTTP API (API Gateway's answers when no function is reached, or the function failed)
 NOT_FOUND: Answer = (404, JSON_HEADERS, b'{"message":"Not Found"}')
 FAILED: Answer = (500, JSON_HEADERS, b'{"message":"Internal Server Error"}')
+
+
+def function_error(error_type: str, message: str, request_id: str | None = None,
+                   stack_trace: list[str] | None = None) -> dict[str, Any]:
+    """A function error as Lambda's Python runtime reports it: ``errorMessage`` and ``errorType``, then, for an
+    invocation the runtime ran, its ``requestId`` and ``stackTrace`` (empty for the runtime's own faults)."""
+    error: dict[str, Any] = {"errorMessage": message, "errorType": error_type}
+    if request_id is not None:
+        error.update(requestId=request_id, stackTrace=stack_trace or [])
+    return error
 
 
 def gateway_refusal(code: str, message: str) -> Answer:

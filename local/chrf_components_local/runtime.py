@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import template as sam_template
+from .answers import function_error
 
 TAIL_BYTES = 4096  # Lambda returns the last 4 KB of an invocation's log
 RESPONSE_LIMIT = 6 * 1024 * 1024 + 100  # bytes of response Lambda returns (6291556, as its error says)
@@ -84,7 +85,7 @@ def _exit_with_parent(parent: int) -> None:
 
 def _runtime_error(error_type: str, message: str, request_id: str) -> str:
     """A runtime fault as the Lambda runtime reports it (no stack trace: the fault is not the function's)."""
-    return json.dumps({"errorMessage": message, "errorType": error_type, "requestId": request_id, "stackTrace": []})
+    return json.dumps(function_error(error_type, message, request_id), ensure_ascii=False)
 
 
 def run_invocation(handler: Any, body: bytes, context: Any, request_id: str) -> tuple[str, bool]:
@@ -96,8 +97,8 @@ def run_invocation(handler: Any, body: bytes, context: Any, request_id: str) -> 
     try:
         result = handler(event, context)
     except Exception as error:
-        return json.dumps({"errorMessage": str(error), "errorType": type(error).__name__, "requestId": request_id,
-                           "stackTrace": traceback.format_tb(error.__traceback__)}, ensure_ascii=False), True
+        return json.dumps(function_error(type(error).__name__, str(error), request_id,
+                                         traceback.format_tb(error.__traceback__)), ensure_ascii=False), True
     try:
         return json.dumps(result, ensure_ascii=False), False
     except (TypeError, ValueError, RecursionError) as error:
@@ -308,10 +309,9 @@ class Runtime:
             payload, failed, log = worker.connection.recv()
             healthy = True
             if len(payload.encode("utf-8")) > RESPONSE_LIMIT:
-                payload, failed = json.dumps({
-                    "errorMessage": f"Response payload size exceeded maximum allowed payload size "
-                                    f"({RESPONSE_LIMIT} bytes).",
-                    "errorType": "Function.ResponseSizeTooLarge"}), True
+                payload, failed = json.dumps(function_error(
+                    "Function.ResponseSizeTooLarge",
+                    f"Response payload size exceeded maximum allowed payload size ({RESPONSE_LIMIT} bytes).")), True
             return Invocation(payload, failed, log, request_id)
         except (EOFError, OSError):
             if not began:
@@ -352,7 +352,7 @@ class Runtime:
     @staticmethod
     def _failed(request_id: str, error_type: str, message: str) -> Invocation:
         log = f"START RequestId: {request_id} Version: $LATEST\n{message}\nEND RequestId: {request_id}\n"
-        return Invocation(json.dumps({"errorType": error_type, "errorMessage": message}), True, log, request_id)
+        return Invocation(json.dumps(function_error(error_type, message)), True, log, request_id)
 
     def _exited(self, request_id: str) -> Invocation:
         return self._failed(request_id, "Runtime.ExitError",

@@ -17,6 +17,8 @@ import time
 import uuid
 from typing import Any, NamedTuple
 
+from .answers import function_error
+
 DEFAULT_FUNCTION = "ChrfComponentsFunction"
 TEMPLATE_NAME = "template.yaml"
 API_GATEWAY_PAYLOAD_LIMIT = 10 * 1024 * 1024  # bytes of request body API Gateway accepts
@@ -156,4 +158,4 @@ def invoke(handler: Any, event: Any, context: LambdaContext | None = None) -> An
     try:
         return handler(event, context or LambdaContext())
     except Exception as error:
-        return {"errorType": type(error).__name__, "errorMessage": str(error)}
+        return function_error(type(error).__name__, str(error))

@@ -4,6 +4,7 @@ boto3 (endpoint_url), the AWS CLI (--endpoint-url) and `AWS_ENDPOINT_URL_LAMBDA`
 import base64
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -15,6 +16,7 @@ import lambda_handlers
 import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
+from in_process import run
 from support import CONTRACT, ROOT
 
 from chrf_components_cli.main import main
@@ -235,3 +237,27 @@ def test_an_environment_that_dies_is_answered_as_lambda_answers_it_replaced_and_
     assert response["FunctionError"] == "Unhandled" and payload["errorType"] == "Runtime.ExitError"
     assert ran.read_text() == "ran\n"  # it began, so it is not retried in a fresh environment
     assert invoke(slow_function, "ChrfComponentsFunction", {})[1]["who"] == "from-the-function"
+
+
+# ---- one marshalling: `invoke` and `serve` answer alike ----------------------------------------------------------
+
+EVENTS = sorted(path for path in (ROOT / "events").glob("*.json") if not path.name.endswith(".expected.json"))
+
+
+@pytest.mark.parametrize("event", EVENTS, ids=[path.name for path in EVENTS])
+def test_invoke_and_serve_answer_every_sample_event_with_the_same_bytes(lambda_client, capsys, event):
+    code, out, _ = run(capsys, "invoke", "-e", event)
+    response = lambda_client.invoke(FunctionName="ChrfComponentsFunction", Payload=event.read_bytes())
+    served = response["Payload"].read().decode("utf-8")
+    assert code == 0
+    if "FunctionError" not in response:
+        assert out == served + "\n"
+    else:  # Lambda's runtime adds the invocation's requestId and stackTrace, which `invoke` leaves out
+        error = json.loads(served)
+        assert json.loads(out) == {key: error[key] for key in ("errorMessage", "errorType")}
+        assert out == json.dumps({key: error[key] for key in ("errorMessage", "errorType")}, ensure_ascii=False) + "\n"
+
+
+def test_the_function_error_shape_is_written_in_one_place():
+    sources = {path.name: path.read_text(encoding="utf-8") for path in (ROOT / "local").rglob("*.py")}
+    assert [name for name, text in sources.items() if re.search(r'"errorMessage"\s*:', text)] == ["answers.py"]
