@@ -49,6 +49,9 @@ def check_lprobs(values: Any) -> None:
         raise InvalidInputError("reference_lprobs", "must not all be -inf (every reference would weigh nothing)")
 
 
+DEFAULTS = CHRF()
+
+
 def metric_class() -> type:
     """The mbrs metric class (mbrs and torch imported here: they are this backend's alone), registered once."""
     import torch
@@ -67,12 +70,12 @@ def metric_class() -> type:
             """The settings of :class:`chrf_core.CHRF` (with mbrs' and sacreBLEU's names for whitespace and
             eps_smoothing); ``threads``: the native kernel's threads (None: every core)."""
 
-            char_order: int = 6
-            word_order: int = 0
-            beta: int = 2
-            lowercase: bool = False
-            whitespace: bool = False
-            eps_smoothing: bool = False
+            char_order: int = DEFAULTS.char_order  # the defaults are CHRF's, written there once
+            word_order: int = DEFAULTS.word_order
+            beta: int = DEFAULTS.beta
+            lowercase: bool = DEFAULTS.lowercase
+            whitespace: bool = DEFAULTS.include_whitespace
+            eps_smoothing: bool = DEFAULTS.averaging == "per_order_f"
             normalize: Optional[str] = None  # noqa: UP045 (simple_parsing reads the annotation)
             threads: Optional[int] = None  # noqa: UP045
 
