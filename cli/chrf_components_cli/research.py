@@ -7,8 +7,7 @@ import argparse
 import json
 import sys
 
-from chrf_core import score_text
-from chrf_core.report import signature_fields
+from chrf_core import Report, score_text
 
 from .common import CommandError, input_roles, open_inputs, same_file_key, settings_from, write_output
 from .lines import aligned_chunks, check_line_counts
@@ -118,7 +117,7 @@ def command_compare(args: argparse.Namespace) -> int:
         for file in files:
             file.close()
     reports, systems = compare.compare(settings, names, parts, args.bootstrap, args.randomization, args.seed)
-    result = {"baseline": names[0], **signature_fields(settings, len(inputs.references)),
+    result = {"baseline": names[0], **Report.signed({}, settings, len(inputs.references)),
               "references": inputs.references, "systems": systems}
     method = (f"paired approximate randomization, {args.randomization} trials" if args.randomization
               else f"paired bootstrap resampling, {args.bootstrap} resamples") + f", seed {args.seed}"

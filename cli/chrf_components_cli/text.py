@@ -9,7 +9,6 @@ from fractions import Fraction
 from typing import Any
 
 import chrf_core
-from chrf_core.report import signature_fields
 
 from .lines import plural
 
@@ -42,7 +41,7 @@ def files_line(inputs: Any) -> str:
 def report_json(report: dict[str, Any], inputs: Any, settings: chrf_core.CHRF) -> str:
     """A corpus report as the command line prints it with --json: the contract's object, then what the signature
     says beyond it (normalization, the number of references) and which file was read as what."""
-    document = {**report, **signature_fields(settings, len(inputs.references)),
+    document = {**chrf_core.Report.signed(report, settings, len(inputs.references)),
                 "files": {"hypotheses": inputs.hypotheses[0], "references": list(inputs.references)}}
     return json.dumps(document, indent=2, ensure_ascii=False)
 

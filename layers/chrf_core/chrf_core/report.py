@@ -139,11 +139,20 @@ class Report(NamedTuple):
     def __str__(self) -> str:
         return self.format()
 
+    @staticmethod
+    def signed(contract_object: dict[str, Any], settings: Settings, nrefs: int | str | None) -> dict[str, Any]:
+        """The contract's object (of a report made here or elsewhere: the service, the pipeline) followed by what
+        the signature records beyond it: the signature, the Unicode normalization (None: none) and the number of
+        references per segment (sacreBLEU's ``nrefs``: "var" where segments have different numbers; None where not
+        known)."""
+        return {**contract_object, "signature": settings.signature, "normalize": getattr(settings, "normalize", None),
+                "nrefs": nrefs}
+
     def to_dict(self, signature: bool = False) -> dict[str, Any]:
         """The contract's output object; nothing more, nothing less. With ``signature``, followed by what the
-        signature records beyond the contract (:func:`signature_fields`): then no longer the contract's object."""
+        signature records beyond the contract (:meth:`signed`): then no longer the contract's object."""
         if signature:
-            return {**self.to_dict(), **signature_fields(self.settings, self.nrefs)}
+            return self.signed(self.to_dict(), self.settings, self.nrefs)
         orders = []
         for o in self.orders:
             precision, recall, f_score = o.ratios()
@@ -161,13 +170,6 @@ class Report(NamedTuple):
             "score": score_text(self.exact),
             "score_fraction": fraction_text(self.exact),
         }
-
-
-def signature_fields(settings: Settings, nrefs: int | str | None) -> dict[str, Any]:
-    """What a report records beyond the contract's object, as the signature does: the signature, the Unicode
-    normalization (None: none) and the number of references per segment (sacreBLEU's ``nrefs``: "var" where
-    segments have different numbers; None where not known)."""
-    return {"signature": settings.signature, "normalize": getattr(settings, "normalize", None), "nrefs": nrefs}
 
 
 def report_of(counts: Counts, nrefs: int | str | None = None) -> Report:
