@@ -11,7 +11,7 @@ from fractions import Fraction
 import chrf_core
 import numpy
 import pytest
-from chrf_core import InvalidInputError
+from chrf_core import InvalidInputError, streams
 from chrf_core import kernel as kernel_module
 from chrf_core import metric as api
 from hypothesis import HealthCheck, given, settings
@@ -129,7 +129,7 @@ def test_the_corpus_report_of_many_segments_is_the_merge_of_its_chunks(kernel, m
     pairs = real_pairs()
     hypotheses = (pairs[k % len(pairs)][0] for k in range(1000))  # a generator: read once, in chunks
     references = (pairs[(k * 3) % len(pairs)][1] for k in range(1000))
-    monkeypatch.setattr(api, "CHUNK", 64)
+    monkeypatch.setattr(streams, "CHUNK", 64)
     report = chrf_core.corpus_report(hypotheses, references, word_order=2)
     chosen = chrf_core.CHRF(word_order=2)
     whole = chrf_core.counts.count_segments([pairs[k % len(pairs)][0] for k in range(1000)],
@@ -147,7 +147,7 @@ def test_a_small_corpus_report_is_the_contract_output(kernel):
 
 
 def test_segment_scores_and_reports_are_each_segments_own_and_read_lazily(kernel, monkeypatch):
-    monkeypatch.setattr(api, "CHUNK", 3)
+    monkeypatch.setattr(streams, "CHUNK", 3)
     pairs = real_pairs()
     endless_hypotheses = itertools.cycle([h for h, _ in pairs])
     references = [r for _, r in pairs]
@@ -179,7 +179,7 @@ def test_segment_scores_and_reports_are_each_segments_own_and_read_lazily(kernel
     ],
 )
 def test_bad_input_is_refused_naming_the_field_and_the_segment(call, message, monkeypatch):
-    monkeypatch.setattr(api, "CHUNK", 4)  # so that segment numbers count across chunks
+    monkeypatch.setattr(streams, "CHUNK", 4)  # so that segment numbers count across chunks
     with pytest.raises(InvalidInputError) as raised:
         call()
     assert str(raised.value).startswith(message)

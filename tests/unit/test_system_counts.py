@@ -102,9 +102,9 @@ def test_several_reference_streams_give_each_system_its_counts_against_its_best_
 
 
 def test_long_files_go_in_chunks_and_give_the_counts_of_the_whole(kernel, monkeypatch):
-    from chrf_core import metric as metric_module
+    from chrf_core import streams as streams_module
 
-    monkeypatch.setattr(metric_module, "CHUNK", 7)
+    monkeypatch.setattr(streams_module, "CHUNK", 7)
     pairs = real_pairs()[:40]
     sets = [[h for h, _ in pairs], [r for _, r in pairs]]
     references = [r for _, r in pairs]

@@ -30,26 +30,24 @@ chrf_core.errors.InvalidInputError: beta: must be an integer from 1 to 16, got 0
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator, Mapping, Sequence, Sized
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import InitVar, dataclass
 from fractions import Fraction
-from itertools import islice
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple, overload
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from . import mbr
 from .contract import AVERAGINGS, INTEGER_RANGES, NORMALIZATIONS, SETTING_KEYS, TEXT_KEYS, TOOL, VERSION
-from .counts import Counts, count_segments, segment_counts, system_counts
+from .counts import Counts, count_segments, system_counts
 from .errors import InvalidInputError, describe, unknown_key_error
-from .formula import exact_score, float_scores, sacrebleu_scores
+from .formula import exact_score, float_scores
 from .kernel import Triple
 from .report import Report, json_lines, report_of, score_texts
+from .streams import References, best_of, best_rows, chunks_of, present, segment_rows, sides_of
 from .texts import check_chunk, check_flag, check_side, normalized
 
 if TYPE_CHECKING:
     import numpy
 
-CHUNK = 4096  # segments read and counted at a time
-References = Iterable[str] | Sequence[Iterable[str | None]]  # one stream, or sacreBLEU's list of streams
 
 
 class Signature(str):
@@ -204,7 +202,7 @@ class CHRF:
         """The corpus counts and the number of references per segment (sacreBLEU's nrefs: "var" where it varies)."""
         parts = []
         reference_counts: set[int] = set()
-        for hypothesis_chunk, reference_chunks in _chunks(_streams(hypotheses, references, references_per_segment,
+        for hypothesis_chunk, reference_chunks in chunks_of(sides_of(hypotheses, references, references_per_segment,
                                                                    self.normalize)):
             if len(reference_chunks) == 1:
                 reference_counts.add(1)
@@ -212,7 +210,7 @@ class CHRF:
                 continue
             reference_counts.update(len(texts) - texts.count(None) for texts in zip(*reference_chunks))
             parts.append(Counts.of_array(self, len(hypothesis_chunk),
-                                         self._best_rows(hypothesis_chunk, reference_chunks).sum(axis=0)))
+                                         best_rows(self, hypothesis_chunk, reference_chunks).sum(axis=0)))
         if not parts:
             raise InvalidInputError(TEXT_KEYS[0], "at least 1 segment, got 0")
         return Counts.merge(parts), reference_counts.pop() if len(reference_counts) == 1 else "var"
@@ -244,10 +242,10 @@ class CHRF:
         an iterator that reads the segments as it goes; with ``exact``, an iterator of exact Fractions. The floats
         come from one vectorised formula, within 1e-12 of the exact value (which ``exact`` gives). ``references``
         and ``references_per_segment`` as for :meth:`corpus_score`."""
-        sides = _streams(hypotheses, references, references_per_segment, self.normalize)
+        sides = sides_of(hypotheses, references, references_per_segment, self.normalize)
         if check_flag("exact", exact):
-            return (exact_score(self, orders) for orders in self._segment_rows(sides))
-        floats = (float_scores(self, self._best_rows(*chunk)) for chunk in _chunks(sides))
+            return (exact_score(self, orders) for orders in segment_rows(self, sides))
+        floats = (float_scores(self, best_rows(self, *chunk)) for chunk in chunks_of(sides))
         if isinstance(sides.hypotheses, Sequence) and all(isinstance(stream, Sequence) for stream in sides.streams):
             import numpy
 
@@ -258,8 +256,8 @@ class CHRF:
     def segment_reports(self, hypotheses: Iterable[str], references: References, *,
                         references_per_segment: bool | None = None) -> Iterator[Report]:
         """Each segment's own report, in order, as the segments are read."""
-        sides = _streams(hypotheses, references, references_per_segment, self.normalize)
-        return (report_of(Counts(self, 1, orders)) for orders in self._segment_rows(sides))
+        sides = sides_of(hypotheses, references, references_per_segment, self.normalize)
+        return (report_of(Counts(self, 1, orders)) for orders in segment_rows(self, sides))
 
     def pairwise(self, hypotheses: Sequence[str], references: Sequence[str], *,
                  threads: int | None = None) -> numpy.ndarray:
@@ -323,7 +321,7 @@ class CHRF:
         reference streams, each segment's counts against its best reference (as :meth:`corpus_score`)."""
         import numpy
 
-        rows = [self._best_rows(*chunk) for chunk in _chunks(_streams(hypotheses, references,
+        rows = [best_rows(self, *chunk) for chunk in chunks_of(sides_of(hypotheses, references,
                                                                       references_per_segment, self.normalize))]
         if len(rows) == 1:
             return rows[0]
@@ -348,7 +346,7 @@ class CHRF:
                 raise InvalidInputError(f"hypothesis_sets[{index}]", f"must have as many segments as the first "
                                                                      f"system, {len(systems[0])}, got {len(system)}")
         parts, offset = [], 0
-        for first, reference_chunks in _chunks(_streams(systems[0], references, references_per_segment,
+        for first, reference_chunks in chunks_of(sides_of(systems[0], references, references_per_segment,
                                                         self.normalize)):
             chunks = [first] + [system[offset:offset + len(first)] for system in systems[1:]]
             for index, chunk in enumerate(chunks[1:], 1):
@@ -357,9 +355,9 @@ class CHRF:
                     chunks[index] = list(normalized(TEXT_KEYS[0], chunk, self.normalize, offset))
                 except InvalidInputError as error:
                     raise InvalidInputError(f"hypothesis_sets[{index}]", error.detail, index=error.index) from None
-            rows = numpy.stack([system_counts(chunks, _present(stream), self) for stream in reference_chunks])
+            rows = numpy.stack([system_counts(chunks, present(stream), self) for stream in reference_chunks])
             parts.append(rows[0] if len(reference_chunks) == 1 else numpy.stack(
-                [self._best_of(rows[:, system], reference_chunks) for system in range(len(chunks))]))
+                [best_of(self, rows[:, system], reference_chunks) for system in range(len(chunks))]))
             offset += len(first)
         if not parts:
             return numpy.empty((len(systems), 0, self.orders, 3), dtype=numpy.int64)
@@ -412,33 +410,6 @@ class CHRF:
         orders = tuple((o["hypothesis_ngrams"], o["reference_ngrams"], o["matching_ngrams"]) for o in output["orders"])
         return report_of(Counts(settings, output["segment_count"], orders))
 
-    def _segment_rows(self, sides: Sides) -> Iterator[tuple[Triple, ...]]:
-        for chunk in _chunks(sides):
-            for row in self._best_rows(*chunk).tolist():
-                yield tuple(map(tuple, row))
-
-    def _best_rows(self, hypotheses: list[str], references: list[list[Any]]) -> numpy.ndarray:
-        """Each segment's counts against its best reference (:meth:`_best_of`)."""
-        if len(references) == 1:
-            return segment_counts(hypotheses, references[0], self)
-        import numpy
-
-        return self._best_of(numpy.stack([segment_counts(hypotheses, _present(stream), self)
-                                          for stream in references]), references)
-
-    def _best_of(self, rows: numpy.ndarray, references: list[list[Any]]) -> numpy.ndarray:
-        """Of each segment's counts against every reference stream (``rows`` shaped (streams, segments, orders,
-        3)), those against its best reference as sacreBLEU 2.6 chooses it: the first whose float score, computed
-        as sacreBLEU computes it (formula.sacrebleu_scores), is strictly highest (None skipped). The score is then
-        computed exactly from the chosen counts."""
-        import numpy
-
-        scores = sacrebleu_scores(self, rows)
-        scores[numpy.array([[text is None for text in stream] for stream in references])] = -numpy.inf
-        best = scores.argmax(axis=0)  # the first of equals: sacreBLEU keeps a reference only if strictly better
-        chosen: numpy.ndarray = rows[best, numpy.arange(rows.shape[1])]
-        return chosen
-
 
 SACREBLEU_SPELLINGS = ("whitespace", "eps_smoothing")
 LIBRARY_KEYWORDS = ("normalize", *SACREBLEU_SPELLINGS)  # keywords beyond the contract's settings
@@ -458,128 +429,3 @@ def _integer(key: str, value: Any, low: int, high: int) -> int:
         shown_value = value if abs(value) < 10**15 else "a number out of range"
         raise InvalidInputError(key, f"must be an integer from {low} to {high}, got {shown_value}")
     return value
-
-
-def _present(stream: list[Any]) -> list[str]:
-    """A reference stream as counted: a missing reference (None) counts as empty (and is never chosen)."""
-    return [text if text is not None else "" for text in stream] if None in stream else stream
-
-
-class Sides(NamedTuple):
-    """The hypotheses and the reference streams; ``hint`` is what to add to a message about unequal lengths;
-    ``normalize`` the Unicode normalization the texts are counted under (None: none)."""
-
-    hypotheses: Iterable[str]
-    streams: list[Iterable[Any]]
-    hint: str = ""
-    normalize: str | None = None
-
-
-PER_SEGMENT = ("if each inner list holds one segment's references (Hugging Face's and torchmetrics' layout), pass "
-               "references_per_segment=True")
-
-
-def _streams(hypotheses: Iterable[str], references: References, per_segment: bool | None = None,
-             normalize: str | None = None) -> Sides:
-    """The hypotheses and the reference streams: ``references`` as sacreBLEU takes it, a list of streams (one per
-    reference translation, ``None`` where a segment lacks that one), or a single stream itself; with
-    ``per_segment``, one list of references per segment, turned into streams. A layout is never guessed: N lists of
-    N texts for N >= 2 hypotheses, which both could mean, need ``per_segment`` to say which."""
-    check_side(TEXT_KEYS[0], hypotheses)
-    check_side(TEXT_KEYS[1], references)
-    if per_segment is not None:
-        check_flag("references_per_segment", per_segment)
-    if per_segment:
-        return Sides(hypotheses, _transposed(references), normalize=normalize)
-    if isinstance(references, Sequence) and references and isinstance(references[0], Iterable) and not isinstance(
-            references[0], (str, bytes)):
-        for index, stream in enumerate(references):
-            check_side(f"references[{index}]", stream)
-        if per_segment is None:
-            _refuse_either_reading(hypotheses, references)
-        return Sides(hypotheses, list(references), PER_SEGMENT, normalize)
-    return Sides(hypotheses, [references], normalize=normalize)
-
-
-def _refuse_either_reading(hypotheses: Iterable[str], references: Sequence[Iterable[Any]]) -> None:
-    count = len(hypotheses) if isinstance(hypotheses, Sized) else None
-    if count is None or count < 2 or len(references) != count or not all(
-            isinstance(stream, Sized) and len(stream) == count for stream in references):
-        return
-    raise InvalidInputError(TEXT_KEYS[1], f"{count} lists of {count} texts for {count} hypotheses read two ways: as "
-                                          f"{count} reference streams, sacreBLEU's layout (references[k][i] is "
-                                          f"reference k of segment i), or as one list of references per segment, "
-                                          f"Hugging Face's and torchmetrics' (references[i][k]); say which: "
-                                          f"references_per_segment=False or references_per_segment=True")
-
-
-def _transposed(references: Any) -> list[Iterable[Any]]:
-    """One list of references per segment (as many as each has) as reference streams, None where a segment has
-    fewer than the most."""
-    segments = []
-    for index, texts in enumerate(references):
-        if isinstance(texts, (str, bytes)):
-            raise TypeError(f"references[{index}]: with references_per_segment=True, expected the list of segment "
-                            f"{index}'s references, got a single {type(texts).__name__}; wrap it in a list")
-        check_side(f"references[{index}]", texts)
-        listed = list(texts)
-        if not listed:
-            raise InvalidInputError(TEXT_KEYS[1], "at least 1 reference per segment, got 0", index=index)
-        segments.append(listed)
-    width = max(map(len, segments), default=1)
-    return [[texts[k] if k < len(texts) else None for texts in segments] for k in range(width)]
-
-
-def _chunks(sides: Sides) -> Iterator[tuple[list[str], list[list[Any]]]]:
-    """Aligned chunks of checked texts, one list per reference stream; unequal numbers of segments are an error when
-    the shorter side ends. With several streams a reference may be None (that segment lacks it), not all of one
-    segment's."""
-    streams = sides.streams
-    several = len(streams) > 1
-    offset = 0
-    for hypothesis_chunk, reference_chunks in _read_chunks(sides.hypotheses, streams):
-        for index, chunk in enumerate(reference_chunks):
-            if len(chunk) != len(hypothesis_chunk):
-                found = f"more than {offset}" if len(chunk) > len(hypothesis_chunk) else \
-                    f"only {offset + len(chunk)}"
-                hint = f"; {sides.hint}" if sides.hint else ""
-                raise InvalidInputError(TEXT_KEYS[1], f"must have as many segments as hypotheses, got {found}{hint}",
-                                        subject=f"references[{index}]" if several else None)
-        if not hypothesis_chunk:
-            return
-        check_chunk(TEXT_KEYS[0], hypothesis_chunk, offset)
-        for stream, chunk in enumerate(reference_chunks):
-            if several:  # the stream named too: references[1][7000]
-                check_chunk(f"{TEXT_KEYS[1]}[{stream}]", [text if text is not None else "" for text in chunk],
-                            offset)
-            else:
-                check_chunk(TEXT_KEYS[1], chunk, offset)
-        if sides.normalize:
-            hypothesis_chunk = list(normalized(TEXT_KEYS[0], hypothesis_chunk, sides.normalize, offset))
-            reference_chunks = [list(normalized(TEXT_KEYS[1], chunk, sides.normalize, offset))
-                                for chunk in reference_chunks]
-        if several:
-            for position, texts in enumerate(zip(*reference_chunks)):
-                if all(text is None for text in texts):
-                    raise InvalidInputError(TEXT_KEYS[1], "every reference of this segment is None (at least one "
-                                                          "is needed)", index=offset + position)
-        yield hypothesis_chunk, reference_chunks
-        offset += len(hypothesis_chunk)
-
-
-def _read_chunks(hypotheses: Iterable[str],
-                 streams: list[Iterable[Any]]) -> Iterator[tuple[list[str], list[list[Any]]]]:
-    """Up to CHUNK segments of each side at a time, ending with an empty hypothesis chunk (a reference stream may
-    run on: the caller tells). Lists that are one chunk already are taken as they are (read, never changed)."""
-    if type(hypotheses) is list and len(hypotheses) <= CHUNK and all(
-            type(stream) is list and len(stream) == len(hypotheses) for stream in streams):
-        if hypotheses:
-            yield hypotheses, streams  # type: ignore[misc]
-        yield [], [[] for _ in streams]
-        return
-    hypothesis_stream, reference_streams = iter(hypotheses), [iter(stream) for stream in streams]
-    while True:
-        hypothesis_chunk = list(islice(hypothesis_stream, CHUNK))
-        yield hypothesis_chunk, [list(islice(stream, len(hypothesis_chunk) or 1)) for stream in reference_streams]
-        if not hypothesis_chunk:
-            return
