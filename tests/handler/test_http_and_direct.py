@@ -119,7 +119,7 @@ def test_lone_surrogate_escape_in_json_body_is_rejected_by_the_contract_rule(han
 @pytest.mark.parametrize("make_event", [http_v2_event, rest_v1_event])
 def test_an_event_for_another_route_is_a_404_in_the_service_error_shape(handler, make_event):
     """Only a misrouted event can be one: the gateway routes exactly POST on the execute path to the function
-    (tests/cli/test_serve.py pins that routing in serve)."""
+    (tests/local/test_serve.py pins that routing in serve)."""
     status, _, body = call(handler, make_event("{}", path="/v1/tools/other/execute"))
     assert status == 404 and body["error"]["code"] == "not_found"
     for method in ("GET", "PUT", "DELETE"):

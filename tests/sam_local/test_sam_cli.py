@@ -7,7 +7,7 @@
   payload, FunctionError and error shape.
 * One warm `sam local start-api` and `serve`'s HTTP API get the same requests: the same status and body, where SAM
   does what API Gateway does (SAM does not check IAM: the tests run `serve` without --iam, and
-  tests/cli/test_serve_iam.py pins what AWS does with signatures).
+  tests/local/test_serve_iam.py pins what AWS does with signatures).
 * The corpus pipeline (its own definition, on the local runner) with invalid input fails through SAM as it does on
   AWS: InvalidInputError naming the line.
 """

@@ -1,4 +1,4 @@
-"""Fixtures for the command line's tests."""
+"""Fixtures for the local emulator's tests (`serve`: the HTTP API and the Lambda Invoke API, the runtime)."""
 
 import threading
 
