@@ -12,7 +12,7 @@ The HTTP front door is waitress, a maintained pure-Python WSGI server: it reads 
 and body, chunked or not) on its own event loop before a thread sees it, so slow or idle clients hold no thread;
 it keeps connections alive, validates Content-Length, caps the body at API Gateway's 10 MB payload limit (413),
 closes idle connections, and keeps a deep listen backlog. A complete request waits in the queue of the function
-it is for, served by as many threads as that function has execution environments (FunctionQueues), so that one
+it is for, served by two threads per execution environment of that function (FunctionQueues), so that one
 function's backlog never delays another's. A connection closed after an early answer (headers past their limit:
 431) first reads what the client still sends, so that the client reads the answer, not a reset. With ``--iam``
 the SigV4 signature is checked first, as the deployed API's IAM authorization (service execute-api) and Lambda
@@ -161,55 +161,53 @@ def lingering_channel() -> type:
     from waitress.channel import HTTPChannel
 
     class LingeringChannel(HTTPChannel):  # type: ignore[misc]
-        linger_until: float | None = None
+        linger_until = 0.0
         linger_left = 0
-        closing_after_answer = False
-
-        def handle_write(self) -> None:
-            self.closing_after_answer = True  # a close from here is the server's, after its answer
-            try:
-                super().handle_write()
-            finally:
-                self.closing_after_answer = False
 
         def handle_close(self) -> None:
-            if self.linger_until is None and self.closing_after_answer and self.connected:
+            if self.will_close and self.connected:  # the server's close after its answer, not the client's
                 try:
                     self.socket.shutdown(socket.SHUT_WR)
                 except OSError:
                     pass
                 else:
                     self.linger_until, self.linger_left = time.monotonic() + LINGER_SECONDS, LINGER_BYTES
+                    self.__class__ = Lingering  # the poll loop asks every channel: only a lingering one pays
                     return
             super().handle_close()
 
-        def readable(self) -> bool:
-            return True if self.linger_until is not None else bool(super().readable())
+    class Lingering(LingeringChannel):
+        """A channel reading and discarding what its client still sends, then closing."""
 
-        def writable(self) -> bool:
-            if self.linger_until is not None:  # once the time is up, handle_write closes it
-                return time.monotonic() > self.linger_until
-            return bool(super().writable())
+        def readable(self) -> bool:
+            return True
+
+        def writable(self) -> bool:  # once the time is up, handle_write closes it
+            return time.monotonic() > self.linger_until
+
+        def handle_write(self) -> None:
+            HTTPChannel.handle_close(self)
+
+        def handle_close(self) -> None:
+            HTTPChannel.handle_close(self)
 
         def handle_read(self) -> None:
-            if self.linger_until is None:
-                super().handle_read()
-                return
             try:
                 data = self.socket.recv(65536)
             except OSError:
                 data = b""
             self.linger_left -= len(data)
             if not data or self.linger_left <= 0 or time.monotonic() > self.linger_until:
-                super().handle_close()
+                HTTPChannel.handle_close(self)
 
     return LingeringChannel
 
 
 class FunctionQueues:
-    """waitress's task dispatcher with a queue and threads per function (one per execution environment) and one more
-    for every other request: a function's backlog waits in its own queue, holding no thread, and never delays
-    another function's requests (Lambda's concurrency is per function)."""
+    """waitress's task dispatcher with a queue and threads per function (two per execution environment: while one
+    answers over HTTP, the next invocation is ready for the environment) and one more for every other request: a
+    function's backlog waits in its own queue and never delays another function's requests (Lambda's concurrency
+    is per function)."""
 
     def __init__(self, threads: dict[str, int], spare: int, function_of: Callable[[str, str], str | None]) -> None:
         from waitress.task import ThreadedTaskDispatcher
@@ -248,7 +246,7 @@ class LocalServer:
 
         self.functions, self.region = functions, gateway.region
         self.log_stream: TextIO | None = None
-        queues = FunctionQueues({name: workers for name in functions.runtimes}, SPARE_THREADS, gateway.function_of)
+        queues = FunctionQueues({name: 2 * workers for name in functions.runtimes}, SPARE_THREADS, gateway.function_of)
         try:
             self.waitress = waitress.create_server(
                 gateway, _dispatcher=queues, host=host, port=port, connection_limit=CONNECTION_LIMIT, backlog=BACKLOG,
