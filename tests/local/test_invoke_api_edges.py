@@ -17,6 +17,7 @@ import boto3
 import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
+from functions_on_disk import function_folder, serving
 from processes import alive, children_of, serving_process, status_of
 from support import CONTRACT, ROOT
 
@@ -307,19 +308,13 @@ def handler(event, context):
 
 
 def odd_function(folder, timeout):
-    (folder / "code").mkdir(exist_ok=True)
-    (folder / "code" / "odd.py").write_text(HANDLER, encoding="utf-8")
-    (folder / "template.yaml").write_text(TEMPLATE.format(timeout=timeout), encoding="utf-8")
-    return folder / "template.yaml"
+    return function_folder(folder, TEMPLATE.format(timeout=timeout), {"odd": HANDLER})
 
 
 @pytest.fixture(scope="module")
 def odd(tmp_path_factory):
-    server = make_server("127.0.0.1", 0, odd_function(tmp_path_factory.mktemp("odd"), 2), workers=1)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield lambda_client(server.server_address[1], read_timeout=30)
-    server.shutdown()
-    server.server_close()
+    with serving(odd_function(tmp_path_factory.mktemp("odd"), 2), workers=1) as server:
+        yield lambda_client(server.server_address[1], read_timeout=30)
 
 
 def invoke(client, event):

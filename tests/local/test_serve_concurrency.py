@@ -11,8 +11,7 @@ import urllib.request
 import boto3
 import pytest
 from botocore.config import Config
-
-from chrf_components_local.server import make_server
+from functions_on_disk import function_folder, serving
 
 TEMPLATE = """
 Resources:
@@ -50,15 +49,9 @@ WORKERS = 2
 
 @pytest.fixture(scope="module")
 def endpoint(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("concurrency")
-    (folder / "code").mkdir()
-    (folder / "code" / "functions.py").write_text(HANDLERS, encoding="utf-8")
-    (folder / "template.yaml").write_text(TEMPLATE, encoding="utf-8")
-    server = make_server("127.0.0.1", 0, folder / "template.yaml", workers=WORKERS, warm=())
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    template = function_folder(tmp_path_factory.mktemp("concurrency"), TEMPLATE, {"functions": HANDLERS})
+    with serving(template, workers=WORKERS, warm=()) as server:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
 
 
 def test_a_functions_backlog_waits_in_its_own_queue_while_another_function_is_answered(endpoint):

@@ -16,11 +16,11 @@ import lambda_handlers
 import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
+from functions_on_disk import function_folder, serving
 from in_process import run
 from support import CONTRACT, ROOT
 
 from chrf_components_cli.main import main
-from chrf_components_local.server import make_server
 
 EXAMPLE = CONTRACT["examples"][0]
 TEMPLATE = ROOT / "template.yaml"
@@ -201,17 +201,11 @@ def handler(event, context):
 
 @pytest.fixture(scope="module")
 def slow_function(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("slow")
-    (folder / "code").mkdir()
-    (folder / "code" / "slow.py").write_text(SLOW_HANDLER, encoding="utf-8")
-    (folder / "template.yaml").write_text(SLOW_TEMPLATE, encoding="utf-8")
-    server = make_server("127.0.0.1", 0, folder / "template.yaml", workers=1)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield boto3.client("lambda", endpoint_url=f"http://127.0.0.1:{server.server_address[1]}",
-                       region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x",
-                       config=Config(retries={"max_attempts": 1}, read_timeout=30))
-    server.shutdown()
-    server.server_close()
+    template = function_folder(tmp_path_factory.mktemp("slow"), SLOW_TEMPLATE, {"slow": SLOW_HANDLER})
+    with serving(template, workers=1) as server:
+        yield boto3.client("lambda", endpoint_url=f"http://127.0.0.1:{server.server_address[1]}",
+                           region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x",
+                           config=Config(retries={"max_attempts": 1}, read_timeout=30))
 
 
 def test_a_function_gets_its_environment_variables_and_timeout_from_the_template(slow_function):
