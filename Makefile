@@ -104,6 +104,8 @@ same = 0
 for event in events:
     expected_path = event.removesuffix(".json") + ".expected.json"
     answer = json.loads((answers / pathlib.Path(event).name).read_text(encoding="utf-8"))
+    if "errorType" in answer:  # a function error: its requestId and stackTrace vary per invocation
+        answer = {key: answer[key] for key in ("errorType", "errorMessage")}
     matches = answer == json.loads(pathlib.Path(expected_path).read_text(encoding="utf-8"))
     same += matches
     body = json.loads(answer["body"]) if isinstance(answer.get("body"), str) else answer

@@ -86,6 +86,7 @@ def command_invoke(args: argparse.Namespace) -> int:
     import contextlib
 
     from chrf_components_local import template as sam_template
+    from chrf_components_local.runtime import invoke_once
 
     event_file, function = invoke_target(args)
     try:
@@ -93,23 +94,24 @@ def command_invoke(args: argparse.Namespace) -> int:
         if event_file == "-":
             if sys.stdin is None:
                 raise CommandError("-: standard input is closed")
-            event = json.loads(sys.stdin.buffer.read(sam_template.API_GATEWAY_PAYLOAD_LIMIT + 1))
+            body = sys.stdin.buffer.read(sam_template.API_GATEWAY_PAYLOAD_LIMIT + 1)
         else:
-            event = json.loads(Path(event_file).read_text(encoding="utf-8"))
+            body = Path(event_file).read_bytes()
+        json.loads(body)
     except sam_template.TemplateError as error:
         raise CommandError(str(error)) from None
     except OSError as error:
         raise CommandError(f"{event_file}: cannot read ({error.strerror or error})") from None
     except ValueError as error:
         raise CommandError(f"{event_file}: not a JSON event ({error})") from None
-    # Like `sam local invoke`: the function's logs and metrics go to stderr, the response alone to stdout.
+    # Like `sam local invoke`: the function's logs and metrics go to stderr, the response alone to stdout, as the
+    # runtime serialises it (the same marshalling as serve's).
     with contextlib.redirect_stdout(sys.stderr):
         try:
-            handler = sam_template.load_handler(function, template)
+            payload, _ = invoke_once(template, function, body)
         except sam_template.TemplateError as error:
             raise CommandError(str(error)) from None
-        result = sam_template.invoke(handler, event)
-    print(json.dumps(result, ensure_ascii=False))
+    print(payload)
     return 0
 
 

@@ -105,6 +105,25 @@ def run_invocation(handler: Any, body: bytes, context: Any, request_id: str) -> 
         return _runtime_error("Runtime.MarshalError", f"Unable to marshal response: {error}", request_id), True
 
 
+def invoke_once(template: pathlib.Path, logical_id: str, body: bytes) -> tuple[str, bool]:
+    """One invocation in this process, run as an execution environment runs it (the template's environment
+    variables, the handler loaded as Lambda loads it, run_invocation's marshalling): what `chrf-components invoke`
+    prints, the same bytes `serve` answers but for the requestId. The environment is restored afterwards."""
+    data = sam_template.load_template(template)
+    sam_template.function_paths(data, logical_id, template.parent)  # an unknown function: the template's named
+    config = sam_template.function_config(data, logical_id)
+    saved = dict(os.environ)
+    os.environ.update(config.environment)
+    try:
+        handler = sam_template.load_handler(logical_id, template)
+        request_id = str(uuid.uuid4())
+        context = sam_template.LambdaContext(logical_id, config.memory_mb, config.timeout, request_id)
+        return run_invocation(handler, body, context, request_id)
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
 def _environment(template: str, logical_id: str, parent: int, connection: Any, overrides: dict[str, str],
                  log: str | None) -> None:
     """A worker process: load the function, then answer invocations until the connection closes."""

@@ -244,12 +244,9 @@ def test_invoke_and_serve_answer_every_sample_event_with_the_same_bytes(lambda_c
     response = lambda_client.invoke(FunctionName="ChrfComponentsFunction", Payload=event.read_bytes())
     served = response["Payload"].read().decode("utf-8")
     assert code == 0
-    if "FunctionError" not in response:
-        assert out == served + "\n"
-    else:  # Lambda's runtime adds the invocation's requestId and stackTrace, which `invoke` leaves out
-        error = json.loads(served)
-        assert json.loads(out) == {key: error[key] for key in ("errorMessage", "errorType")}
-        assert out == json.dumps({key: error[key] for key in ("errorMessage", "errorType")}, ensure_ascii=False) + "\n"
+    if "FunctionError" in response:  # the same bytes but for the requestId, which each invocation has its own
+        served = served.replace(json.loads(served)["requestId"], json.loads(out)["requestId"])
+    assert out == served + "\n"
 
 
 def test_the_function_error_shape_is_written_in_one_place():
