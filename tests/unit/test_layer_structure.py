@@ -83,7 +83,7 @@ def test_chrf_core_has_no_import_cycle():
 
 def test_the_stack_runs_from_the_contract_up_to_the_service_in_this_order():
     order = ["contract", "errors", "texts", "tokens", "python_kernel", "kernel", "counts", "formula", "report",
-             "mbr", "streams", "metric", "mbrs", "service"]
+             "mbr", "streams", "settings", "metric", "mbrs", "service"]
     graph = import_graph()
     assert set(graph) == {f"chrf_core.{name}" for name in order} | {"chrf_core"}
     for module in order:

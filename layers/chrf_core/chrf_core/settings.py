@@ -1,0 +1,181 @@
+"""The settings of chrF / chrF++ as a frozen value (:class:`ChrfSettings`, which :class:`chrf_core.CHRF` is and
+scores with): the contract's rules and defaults, sacreBLEU's spellings (``whitespace``, ``eps_smoothing``), the
+library's ``normalize``, the ways in (a request's settings, an object of settings, a Python call's keywords) and the
+readers of stored counts and reports. The defaults are written here once; the command line's flags and the mbrs
+backend's Config read them from here."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import InitVar, dataclass
+from typing import Any, Self
+
+from .contract import AVERAGINGS, INTEGER_RANGES, NORMALIZATIONS, SETTING_KEYS, TOOL, VERSION
+from .counts import Counts
+from .errors import InvalidInputError, describe, unknown_key_error
+from .report import Report, report_of
+
+
+class Signature(str):
+    """A signature as sacreBLEU's ``get_signature()`` returns one: ``format()`` and ``str()`` give the text (which
+    has no shorter form)."""
+
+    def format(self, short: bool = False) -> str:  # type: ignore[override]
+        return str(self)
+
+
+class _Unset:
+    """A setting left out (so that sacreBLEU's spelling of it may give it)."""
+
+    def __repr__(self) -> str:
+        return "<unset>"
+
+
+_UNSET: Any = _Unset()
+
+
+@dataclass(frozen=True)
+class ChrfSettings:
+    """The settings of a :class:`CHRF` as a frozen value: the contract's rules, sacreBLEU's spellings, the
+    constructors from a request, an object of settings or keywords, and the readers of stored counts and reports.
+    :class:`CHRF` is this value with everything scored with it."""
+
+    char_order: int = 6
+    word_order: int = 0
+    beta: int = 2
+    lowercase: bool = False
+    include_whitespace: bool = _UNSET  # False unless given (here or as whitespace)
+    averaging: str = _UNSET  # "precision_recall" unless given (here or as eps_smoothing)
+    normalize: str | None = None  # the library's and command line's opt-in Unicode normalization (not the contract's)
+    whitespace: InitVar[bool | None] = None  # sacreBLEU's name for include_whitespace
+    eps_smoothing: InitVar[bool | None] = None  # sacreBLEU's switch between the two averagings
+
+    def __post_init__(self, whitespace: bool | None, eps_smoothing: bool | None) -> None:
+        self._resolve("include_whitespace", "whitespace", whitespace, {True: True, False: False}, False)
+        self._resolve("averaging", "eps_smoothing", eps_smoothing, {True: AVERAGINGS[1], False: AVERAGINGS[0]},
+                      AVERAGINGS[0])
+        for key, (low, high) in INTEGER_RANGES.items():
+            object.__setattr__(self, key, _integer(key, getattr(self, key), low, high))
+            if key == "word_order" and self.char_order == 0 and self.word_order == 0:
+                raise InvalidInputError("word_order", "char_order and word_order cannot both be 0")
+        for key in ("lowercase", "include_whitespace"):
+            if type(getattr(self, key)) is not bool:
+                raise InvalidInputError(key, f"must be a boolean (true or false), got {describe(getattr(self, key))}")
+        if type(self.averaging) is not str or self.averaging not in AVERAGINGS:
+            raise InvalidInputError("averaging",
+                                    f"must be one of {', '.join(AVERAGINGS)}, got {describe(self.averaging)}")
+        if self.normalize is not None and (type(self.normalize) is not str or self.normalize not in NORMALIZATIONS):
+            raise InvalidInputError("normalize", f"must be one of {', '.join(NORMALIZATIONS)} or None, got "
+                                                 f"{describe(self.normalize)}")
+
+    def _resolve(self, key: str, alias: str, alias_value: Any, meaning: dict[bool, Any], default: Any) -> None:
+        """A setting given as itself, as sacreBLEU's spelling (``alias``), both (which must agree) or neither."""
+        given = getattr(self, key)
+        if alias_value is None:
+            if given is _UNSET:
+                object.__setattr__(self, key, default)
+            return
+        if type(alias_value) is not bool:
+            raise InvalidInputError(alias, f"must be a boolean (True or False), got {describe(alias_value)}")
+        if given is not _UNSET and given != meaning[alias_value]:
+            raise InvalidInputError(alias, f"sacreBLEU's {alias}={alias_value} means {key}={meaning[alias_value]!r}, "
+                                           f"but {key}={given!r} was given too")
+        object.__setattr__(self, key, meaning[alias_value])
+
+    @classmethod
+    def of(cls, values: Mapping[str, Any]) -> Self:
+        """The settings among ``values`` (a request's other keys are ignored), defaults for the missing ones."""
+        return cls(**{key: values[key] for key in SETTING_KEYS if key in values})
+
+    @classmethod
+    def of_settings(cls, values: Any, subject: str = "settings") -> Self:
+        """An object of settings alone (a pipeline execution's or batch's, a Python call's): nothing but setting
+        keys, each by its rule."""
+        if not isinstance(values, dict):
+            raise InvalidInputError("settings", "must be an object of scoring settings")
+        for key in values:
+            if key not in SETTING_KEYS:
+                raise unknown_key_error(key, SETTING_KEYS, subject=subject)
+        return cls.of(values)
+
+    @classmethod
+    def of_keywords(cls, values: Mapping[str, Any]) -> Self:
+        """The settings of a Python call's keywords (``corpus_report(..., word_order=2)``): the settings and
+        sacreBLEU's spellings of them; any other keyword is an InvalidInputError naming the allowed ones."""
+        for key in values:
+            if key not in SETTING_KEYS and key not in LIBRARY_KEYWORDS:
+                raise unknown_key_error(key, (*SETTING_KEYS, *LIBRARY_KEYWORDS), subject="settings")
+        return cls(**values)
+
+    def as_dict(self) -> dict[str, int | bool | str]:
+        """The contract's settings as the output echoes them, in its key order."""
+        return {key: getattr(self, key) for key in SETTING_KEYS}
+
+    @property
+    def orders(self) -> int:
+        return self.char_order + self.word_order
+
+    @property
+    def name(self) -> str:
+        """chrF2, chrF2+ (word unigrams), chrF2++ (word bigrams) as sacreBLEU names them; chrF2+w3 beyond."""
+        suffix = {0: "", 1: "+", 2: "++"}.get(self.word_order, f"+w{self.word_order}")
+        return f"chrF{self.beta}{suffix}" if self.char_order else f"wordF{self.beta}"
+
+    @property
+    def signature(self) -> str:
+        """Every setting that changes the number, sacreBLEU-style but not to be taken for a sacreBLEU signature:
+        this tool counts every hypothesis n-gram (``hyp:all``), where sacreBLEU drops those of orders a reference
+        lacks."""
+        return "|".join([f"{TOOL}:{VERSION}", self.name, f"nc:{self.char_order}", f"nw:{self.word_order}",
+                         f"space:{'yes' if self.include_whitespace else 'no'}",
+                         f"case:{'lc' if self.lowercase else 'mixed'}", f"avg:{self.averaging}", "hyp:all",
+                         *([f"norm:{self.normalize}"] if self.normalize else [])])
+
+    def get_signature(self) -> Signature:
+        """:attr:`signature` under sacreBLEU's method name, as an object like sacreBLEU's ``Signature`` (a str
+        with ``format(short=False)``)."""
+        return Signature(self.signature)
+
+    @classmethod
+    def counts_from_dict(cls, data: Any) -> Counts:
+        """Counts rebuilt from :meth:`Counts.to_dict` output, every value checked (they may come from storage):
+        ValueError naming what is wrong."""
+        if not isinstance(data, dict) or set(data) != {"settings", "segment_count", "orders"}:
+            raise ValueError("counts: expected an object with settings, segment_count and orders")
+        settings_data = data["settings"]
+        if not isinstance(settings_data, dict) or set(settings_data) != set(SETTING_KEYS) or any(
+                type(settings_data[key]) is not int for key in INTEGER_RANGES):
+            raise ValueError("counts: settings must name every setting, integers as integers")
+        try:
+            settings = cls.of_settings(settings_data)
+        except InvalidInputError as error:
+            raise ValueError(f"counts: {error.message}") from None
+        return Counts.checked(settings, data["segment_count"], data["orders"])
+
+    @classmethod
+    def report_from_dict(cls, output: dict[str, Any]) -> Report:
+        """The report behind a contract output (read back from storage): its counts, scored again."""
+        settings = cls.of({key: output[key] for key in SETTING_KEYS})
+        orders = tuple((o["hypothesis_ngrams"], o["reference_ngrams"], o["matching_ngrams"]) for o in output["orders"])
+        return report_of(Counts(settings, output["segment_count"], orders))
+
+
+SACREBLEU_SPELLINGS = ("whitespace", "eps_smoothing")
+LIBRARY_KEYWORDS = ("normalize", *SACREBLEU_SPELLINGS)  # keywords beyond the contract's settings
+# sacreBLEU's attribute names read back what they mean (CHRF(whitespace=True).whitespace is True)
+for _spelling, _reading in (("whitespace", lambda self: self.include_whitespace),
+                            ("eps_smoothing", lambda self: self.averaging == AVERAGINGS[1])):
+    setattr(ChrfSettings, _spelling, property(_reading))  # after @dataclass: it keeps the InitVar's default
+
+
+def _integer(key: str, value: Any, low: int, high: int) -> int:
+    """An integer setting under JSON Schema rules: 6.0 is the integer 6, booleans and non-finite numbers are not."""
+    if type(value) is float and math.isfinite(value) and value.is_integer():
+        value = int(value)
+    if type(value) is not int:
+        raise InvalidInputError(key, f"must be an integer from {low} to {high}, got {describe(value)}")
+    if not low <= value <= high:
+        shown_value = value if abs(value) < 10**15 else "a number out of range"
+        raise InvalidInputError(key, f"must be an integer from {low} to {high}, got {shown_value}")
+    return value
