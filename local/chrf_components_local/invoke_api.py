@@ -85,6 +85,11 @@ class InvokeApi:
     def __init__(self, functions: Functions, region: str) -> None:
         self.functions, self.region = functions, region
 
+    def function_of(self, name: str) -> str | None:
+        """The function a FunctionName (a name, partial ARN or ARN) names, if this server has it."""
+        parts = NAME_PARTS.fullmatch(name)
+        return parts["name"] if parts and self.functions.get(parts["name"]) else None
+
     def not_found(self, name: str, qualifier: str | None) -> Answer:
         arn = f"arn:aws:lambda:{self.region}:{ACCOUNT}:function:{name}" + (f":{qualifier}" if qualifier else "")
         return lambda_error(404, "ResourceNotFoundException", f"Function not found: {arn}")

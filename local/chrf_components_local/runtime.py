@@ -105,15 +105,22 @@ def run_invocation(handler: Any, body: bytes, context: Any, request_id: str) -> 
         return _runtime_error("Runtime.MarshalError", f"Unable to marshal response: {error}", request_id), True
 
 
+def function_environment(template: pathlib.Path, logical_id: str,
+                         overrides: dict[str, str] | None = None) -> sam_template.FunctionConfig:
+    """The function's configuration, its environment variables set in this process (the template's, then
+    ``overrides``), as an execution environment has them before the handler's module is imported."""
+    config = sam_template.function_config(sam_template.load_template(template), logical_id)
+    os.environ.update(config.environment)
+    os.environ.update(overrides or {})
+    return config
+
+
 def invoke_once(template: pathlib.Path, logical_id: str, body: bytes) -> tuple[str, bool]:
     """One invocation in this process, run as an execution environment runs it (the template's environment
     variables, the handler loaded as Lambda loads it, run_invocation's marshalling): what `chrf-components invoke`
     prints, the same bytes `serve` answers but for the requestId. The environment is restored afterwards."""
-    data = sam_template.load_template(template)
-    sam_template.function_paths(data, logical_id, template.parent)  # an unknown function: the template's named
-    config = sam_template.function_config(data, logical_id)
     saved = dict(os.environ)
-    os.environ.update(config.environment)
+    config = function_environment(template, logical_id)
     try:
         handler = sam_template.load_handler(logical_id, template)
         request_id = str(uuid.uuid4())
@@ -135,9 +142,7 @@ def _environment(template: str, logical_id: str, parent: int, connection: Any, o
         os.close(descriptor)
     threading.Thread(target=_exit_with_parent, args=(parent,), daemon=True).start()
     path = pathlib.Path(template)
-    config = sam_template.function_config(sam_template.load_template(path), logical_id)
-    os.environ.update(config.environment)
-    os.environ.update(overrides)
+    config = function_environment(path, logical_id, overrides)
     tee = _Tee()
     sys.stdout = tee  # the function's logs and metrics (Powertools binds its stream at import)
     try:

@@ -40,7 +40,7 @@ from chrf_core.contract import EXECUTE_PATH
 from . import template as sam_template
 from .answers import lambda_error
 from .http_api import HttpApi
-from .invoke_api import INVOKE_PATH, NAME_PARTS, InvokeApi
+from .invoke_api import INVOKE_PATH, InvokeApi
 from .runtime import Functions
 
 CONNECTION_TIMEOUT = 30  # seconds a connection may stay idle before the server closes it
@@ -105,8 +105,7 @@ class Gateway:
         """The function a request (its method and unquoted path) is for, if any: the queue it waits in."""
         invocation = INVOKE_PATH.fullmatch(path)
         if invocation and method == "POST":
-            parts = NAME_PARTS.fullmatch(invocation[1])
-            return parts["name"] if parts and self.functions.get(parts["name"]) else None
+            return self.lambda_api.function_of(invocation[1])
         route = self.http_api.route(method, path)
         return route.function if route else None
 

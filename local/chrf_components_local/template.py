@@ -75,14 +75,20 @@ def function_names(template: dict[str, Any]) -> list[str]:
                   if isinstance(resource, dict) and resource.get("Type") == "AWS::Serverless::Function")
 
 
+def function_properties(template: dict[str, Any], logical_id: str) -> dict[str, Any]:
+    """A function's Properties; a logical id that is not a function is a TemplateError naming the functions."""
+    if logical_id not in function_names(template):
+        raise TemplateError(f"no function {logical_id} in the template; it has {', '.join(function_names(template))}")
+    properties: dict[str, Any] = template["Resources"][logical_id]["Properties"]
+    return properties
+
+
 def function_paths(
     template: dict[str, Any], logical_id: str, root: pathlib.Path
 ) -> tuple[pathlib.Path, str, list[pathlib.Path]]:
     """(CodeUri folder, Handler, layer content folders) of a function, as the template declares them."""
-    if logical_id not in function_names(template):
-        raise TemplateError(f"no function {logical_id} in the template; it has {', '.join(function_names(template))}")
     resources = template["Resources"]
-    properties = resources[logical_id]["Properties"]
+    properties = function_properties(template, logical_id)
     globals_function = template.get("Globals", {}).get("Function", {})
     layer_dirs = [(root / resources[ref["Ref"]]["Properties"]["ContentUri"]).resolve()
                   for ref in properties.get("Layers", globals_function.get("Layers", []))]
@@ -109,7 +115,7 @@ def function_config(template: dict[str, Any], logical_id: str) -> FunctionConfig
     """A function's configuration, Globals merged in; an environment value that refers to a parameter takes the
     parameter's default, and one that needs the deployed stack (other intrinsics) is left out."""
     globals_function = template.get("Globals", {}).get("Function", {})
-    properties = template["Resources"][logical_id]["Properties"]
+    properties = function_properties(template, logical_id)
     environment: dict[str, str] = {}
     for source in (globals_function, properties):
         for name, value in (source.get("Environment", {}).get("Variables") or {}).items():

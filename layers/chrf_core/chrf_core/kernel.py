@@ -208,10 +208,11 @@ class NativeKernel(Kernel):
         pairs = numpy.empty((len(weights), 2))
         for row, weight in zip(pairs, weights):
             share = Fraction(weight, total)
-            row[0] = float(share)
-            row[1] = float(share - Fraction(row[0])) if row[0] else 0.0
-            if share and not row[0]:  # never 0 natively: what it reaches is then below range, computed exactly
-                row[0] = SMALLEST_DOUBLE
+            high = float(share)
+            if share and not high:  # never 0 natively: what it reaches is then below range, computed exactly
+                row[:] = SMALLEST_DOUBLE, 0.0
+            else:
+                row[:] = high, float(share - Fraction(high))
         scores, _, undecided = self._aggregate(hypotheses, references, settings, threads, pairs,
                                                WEIGHTED_TOLERANCE_BITS)
         if undecided:
