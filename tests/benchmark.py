@@ -10,7 +10,7 @@
 4. `chrf-components compare`: 3 systems x 3,000 segments x 1,000 bootstrap resamples.
 5. Cold start: import times.
 6. `chrf-components segments` (text and --json) against `score` on the same lines.
-7. `chrf_core.pairwise` (every hypothesis against every reference, as in MBR decoding) against
+7. `CHRF().pairwise` (every hypothesis against every reference, as in MBR decoding) against
    `fastchrf.pairwise_chrf` and sacreBLEU's `sentence_score`, at 256 x 256 and 1024 x 1024.
 8. MBR decoding in fastChrF's own set-up (n = 4 ... 1024 samples, batches of 1 and 32 sources, chrF and chrF++):
    `pairwise_batch` and `aggregate_batch` against fastChrF's `pairwise_chrf` and `aggregate_chrf`.
@@ -252,11 +252,11 @@ def pairwise_table(rounds: int) -> None:
             texts = make(2 * size)
             hypotheses, references = texts[:size], texts[size:] if kind == "real MT lines" else texts[:size]
             functions = {
-                "ours": lambda h=hypotheses, r=references: chrf_core.pairwise(h, r),
+                "ours": lambda h=hypotheses, r=references: chrf_core.CHRF().pairwise(h, r),
                 "fastchrf": lambda h=hypotheses, r=references: fastchrf.pairwise_chrf([h], [r]),
             }
             best = best_of(functions, rounds if size == 256 else max(1, rounds // 3), 1)
-            ours, theirs = chrf_core.pairwise(hypotheses, references), fastchrf.pairwise_chrf([hypotheses],
+            ours, theirs = chrf_core.CHRF().pairwise(hypotheses, references), fastchrf.pairwise_chrf([hypotheses],
                                                                                              [references])[0]
             difference = max(abs(ours[i, j] - theirs[i][j]) for i in range(size) for j in range(size))
             assert difference <= 1e-9, f"pairwise and fastChrF differ by {difference}"

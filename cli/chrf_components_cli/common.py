@@ -38,7 +38,7 @@ def settings_from(args: argparse.Namespace) -> chrf_core.CHRF:
     """The scoring settings from the flags; a broken rule names the flags the user typed where it names settings."""
     try:
         values = vars(args)
-        return chrf_core.CHRF.of_keywords({key: values[key] for key in (*SETTING_KEYS, "normalize") if key in values})
+        return chrf_core.CHRF(**{key: values[key] for key in (*SETTING_KEYS, "normalize") if key in values})
     except chrf_core.InvalidInputError as error:
         detail = error.detail
         for key, flag in FLAGS.items():

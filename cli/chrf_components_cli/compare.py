@@ -19,6 +19,7 @@ from typing import TypedDict
 
 import chrf_core
 import numpy as np
+from chrf_core.arrays import float_scores
 
 DEFAULT_SEED = 12345
 
@@ -40,7 +41,7 @@ Blocks = list[np.ndarray]  # a system's per-segment counts: int32 blocks of rows
 
 def corpus_scores(settings: chrf_core.CHRF, stats: np.ndarray) -> np.ndarray:
     """Scores (0..100) of many summed count vectors at once: ``stats`` has shape (samples, 3 * orders)."""
-    return settings.float_scores(stats.reshape(len(stats), -1, 3))
+    return float_scores(settings, stats.reshape(len(stats), -1, 3))
 
 
 def weighted_totals(weights: np.ndarray, blocks: Blocks) -> np.ndarray:

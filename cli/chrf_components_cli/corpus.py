@@ -16,6 +16,7 @@ from operator import eq, gt, or_
 from typing import TextIO
 
 import chrf_core
+from chrf_core.arrays import exact_score
 
 from .lines import LineFile, aligned_chunks, progress_size
 
@@ -93,7 +94,7 @@ def score_files(
             counts = settings.segment_counts(hypotheses, reference_streams, references_per_segment=False)
             parts.append(chrf_core.Counts.of_array(settings, len(hypotheses), counts.sum(axis=0)))
             for index, orders in enumerate(counts.tolist()):
-                score = settings.exact_score(orders)
+                score = exact_score(settings, orders)
                 histogram[min(HISTOGRAM_BINS - 1, int(score * HISTOGRAM_BINS / 100))] += 1
                 lowest.offer(score, first + index, hypotheses[index], references[index])
         else:

@@ -238,7 +238,7 @@ def _finish(described: dict[str, Any], s3: Any, bucket: str, report_key: str, fi
         print(f"report: s3://{bucket}/{report_key}", file=sys.stderr)
     inputs = Inputs([files[0].name], [file.name for file in files[1:]])
     print(text.report_json(report, inputs, settings) if as_json else
-          text.table(chrf_core.CHRF.report_from_dict(report), None, inputs))
+          text.table(chrf_core.Report.from_dict(report), None, inputs))
     return 0
 
 

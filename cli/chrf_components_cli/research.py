@@ -8,6 +8,7 @@ import json
 import sys
 
 from chrf_core import Report, score_text
+from chrf_core.arrays import json_lines, score_texts
 
 from .common import CommandError, input_roles, open_inputs, same_file_key, settings_from, write_output
 from .lines import aligned_chunks, check_line_counts
@@ -71,9 +72,9 @@ def command_segments(args: argparse.Namespace) -> int:
         for hypotheses, *references in aligned_chunks(files):
             counts = settings.segment_counts(hypotheses, references, references_per_segment=False)
             if args.json:
-                out.write(settings.json_lines(counts, line))
+                out.write(json_lines(settings, counts, line))
             else:
-                scores = settings.score_texts(counts)
+                scores = score_texts(settings, counts)
                 out.write("".join(f"{line + index}\t{score}\n" for index, score in enumerate(scores)))
             line += len(hypotheses)
     finally:

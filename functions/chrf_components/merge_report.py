@@ -95,7 +95,7 @@ def batch_result(source: str, output: Any, settings: chrf_core.CHRF) -> BatchRes
     if type(first) is not int or type(last) is not int or not 1 <= first <= last:
         raise InconsistentResultsError(f"{source}: first_line and last_line must be lines 1 <= first <= last")
     try:
-        counts = chrf_core.CHRF.counts_from_dict(output["counts"])
+        counts = chrf_core.Counts.from_dict(output["counts"])
     except ValueError as error:
         raise InconsistentResultsError(f"{source} (lines {first}-{last}): {error}") from None
     if counts.segment_count != last - first + 1:

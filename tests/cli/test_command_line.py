@@ -81,7 +81,7 @@ def test_score_streams_many_chunks_to_exactly_the_single_pass_result_without_pro
     code, out, err = run(capsys, "score", hyp, ref, "--word-order", "2", "--json")
     assert code == 0 and err == ""  # stderr is not a terminal: no progress written into logs
     report = contract_part(json.loads(out))
-    settings = chrf_core.CHRF.of({"word_order": 2})
+    settings = chrf_core.CHRF(word_order=2)
     single_pass = chrf_core.counts.count_segments([h for h, _ in chosen], [r for _, r in chosen], settings)
     assert report == chrf_core.report.report_of(single_pass).to_dict()
     CORPUS_SCHEMA.validate(report)

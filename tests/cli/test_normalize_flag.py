@@ -6,6 +6,7 @@ import unicodedata
 
 import chrf_core
 import pytest
+from chrf_core.arrays import score_texts
 from in_process import run
 from support import contract_part
 
@@ -33,8 +34,8 @@ def test_score_and_segments_normalize_as_the_library_does(capsys, files, form):
     code, out, _ = run(capsys, "score", hyp, ref, "--word-order", "2", "--normalize", form)
     assert f"signature: {metric.signature}" in out and metric.signature.endswith(f"|norm:{form}")
     code, out, _ = run(capsys, "segments", hyp, ref, "--word-order", "2", "--normalize", form)
-    assert [line.split("\t")[1] for line in out.splitlines()] == metric.score_texts(
-        metric.segment_counts(HYPOTHESES, REFERENCES))
+    assert [line.split("\t")[1] for line in out.splitlines()] == score_texts(
+        metric, metric.segment_counts(HYPOTHESES, REFERENCES))
 
 
 def test_without_the_flag_nothing_is_normalized(capsys, files):

@@ -463,7 +463,7 @@ def test_html_dash_writes_the_page_to_standard_output(capsys):
 def test_segment_score_texts_are_the_exact_scores_rounded_as_the_contract_rounds(pairs, request_settings):
     from chrf_core.report import score_texts
 
-    settings_ = chrf_core.CHRF.of(request_settings)
+    settings_ = chrf_core.CHRF.of_settings(request_settings)
     counts = chrf_core.counts.segment_counts([h for h, _ in pairs], [r for _, r in pairs], settings_)
     expected = [chrf_core.report.score_text(chrf_core.formula.exact_score(settings_, orders))
                 for orders in counts.tolist()]

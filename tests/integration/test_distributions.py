@@ -36,10 +36,11 @@ import chrf_core
 hypotheses, references = json.load(open(sys.argv[1], encoding="utf-8"))
 print(json.dumps({
     "machine": platform.machine(), "kernel": chrf_core.KERNEL, "module": chrf_core.__file__,
-    "report": chrf_core.corpus_report(hypotheses, references, word_order=2).to_dict(),
-    "segments": [str(score) for score in chrf_core.segment_scores(hypotheses, references, lowercase=True)],
-    "pairwise": chrf_core.pairwise(hypotheses[:12], references[:12], char_order=4, word_order=1).tolist(),
-    "samples": chrf_core.pairwise(hypotheses[:40], hypotheses[:40], word_order=2).tolist(),
+    "report": chrf_core.CHRF(word_order=2).corpus_score(hypotheses, references).to_dict(),
+    "segments": [str(score) for score in
+                 chrf_core.CHRF(lowercase=True).segment_scores(hypotheses, references, exact=True)],
+    "pairwise": chrf_core.CHRF(char_order=4, word_order=1).pairwise(hypotheses[:12], references[:12]).tolist(),
+    "samples": chrf_core.CHRF(word_order=2).pairwise(hypotheses[:40], hypotheses[:40]).tolist(),
     "aggregate": chrf_core.CHRF().aggregate(hypotheses, references).tolist(),
 }))
 """
@@ -63,10 +64,11 @@ def texts(tmp_path_factory):
 def expected(texts):
     hypotheses, references = json.loads(texts.read_text(encoding="utf-8"))
     return {
-        "report": chrf_core.corpus_report(hypotheses, references, word_order=2).to_dict(),
-        "segments": [str(score) for score in chrf_core.segment_scores(hypotheses, references, lowercase=True)],
-        "pairwise": chrf_core.pairwise(hypotheses[:12], references[:12], char_order=4, word_order=1).tolist(),
-        "samples": chrf_core.pairwise(hypotheses[:40], hypotheses[:40], word_order=2).tolist(),
+        "report": chrf_core.CHRF(word_order=2).corpus_score(hypotheses, references).to_dict(),
+        "segments": [str(score) for score in
+                     chrf_core.CHRF(lowercase=True).segment_scores(hypotheses, references, exact=True)],
+        "pairwise": chrf_core.CHRF(char_order=4, word_order=1).pairwise(hypotheses[:12], references[:12]).tolist(),
+        "samples": chrf_core.CHRF(word_order=2).pairwise(hypotheses[:40], hypotheses[:40]).tolist(),
         "aggregate": chrf_core.CHRF().aggregate(hypotheses, references).tolist(),
     }
 

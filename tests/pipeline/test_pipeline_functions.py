@@ -52,7 +52,7 @@ def test_pipeline_report_in_s3_equals_scoring_the_whole_test_set_at_once(s3, pip
     report = json.loads(s3.get_object(Bucket="corpus", Key="reports/test.json")["Body"].read())
     hyps, refs = [h for h, _ in pairs], [r for _, r in pairs]
     direct = chrf_core.CHRF(**request_settings).corpus_score(hyps, [refs]).to_dict()
-    assert report == direct == chrf_core.corpus_report(iter(hyps), iter(refs), **request_settings).to_dict()
+    assert report == direct == chrf_core.CHRF(**request_settings).corpus_score(iter(hyps), iter(refs)).to_dict()
     assert report["segment_count"] == 600
     assert execution.status == "SUCCEEDED", execution
     assert json.loads(execution.output) == {"report": {"bucket": "corpus", "key": "reports/test.json"},

@@ -28,8 +28,8 @@ import json, platform, sys
 sys.path.insert(0, sys.argv[1])
 import chrf_core
 cases = json.load(open(sys.argv[2], encoding="utf-8"))
-counts = [chrf_core.counts.count_segments(c["hypotheses"], c["references"], chrf_core.CHRF.of(c["settings"])).orders
-          for c in cases]
+counts = [chrf_core.counts.count_segments(c["hypotheses"], c["references"],
+                                          chrf_core.CHRF.of_settings(c["settings"])).orders for c in cases]
 print(json.dumps({"machine": platform.machine(), "python": platform.python_version(), "kernel": chrf_core.KERNEL,
                   "error": chrf_core.kernel.KERNEL_ERROR, "counts": counts}))
 """
@@ -76,6 +76,6 @@ def test_the_built_arm64_layer_loads_its_native_kernel_and_counts_like_the_host_
     assert result["machine"] == "aarch64" and result["python"].startswith("3.13")
     assert result["kernel"] == "native", result["error"]
     host = [[list(t) for t in chrf_core.counts.count_segments(c["hypotheses"], c["references"],
-                                                         chrf_core.CHRF.of(c["settings"])).orders]
+                                                         chrf_core.CHRF.of_settings(c["settings"])).orders]
             for c in cases()]
     assert result["counts"] == host

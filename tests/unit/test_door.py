@@ -6,7 +6,7 @@ from fractions import Fraction
 
 import chrf_core
 import pytest
-from chrf_core import CHRF, Counts, InvalidInputError
+from chrf_core import CHRF, Counts, InvalidInputError, Report, arrays
 from payloads import real_pairs
 
 PAIRS = real_pairs()[:40]
@@ -20,10 +20,11 @@ def test_segment_counts_score_texts_and_json_lines_are_each_segments_own_report(
     assert rows.shape == (len(PAIRS), settings.orders, 3)
     reports = list(settings.segment_reports(HYPOTHESES, REFERENCES))
     assert [settings.report(Counts.of_array(settings, 1, row)) for row in rows] == reports
-    assert [settings.exact_score(row.tolist()) for row in rows] == [report.exact for report in reports]
-    assert settings.score_texts(rows) == [report.to_dict()["score"] for report in reports]
-    assert settings.float_scores(rows).tolist() == pytest.approx([report.score for report in reports], abs=1e-12)
-    lines = settings.json_lines(rows, first_line=7).splitlines()
+    assert [arrays.exact_score(settings, row.tolist()) for row in rows] == [report.exact for report in reports]
+    assert arrays.score_texts(settings, rows) == [report.to_dict()["score"] for report in reports]
+    assert arrays.float_scores(settings, rows).tolist() == pytest.approx([report.score for report in reports],
+                                                                         abs=1e-12)
+    lines = arrays.json_lines(settings, rows, first_line=7).splitlines()
     assert lines == [json.dumps({"line": 7 + k, **report.to_dict()}) for k, report in enumerate(reports)]
 
 
@@ -42,9 +43,12 @@ def test_a_report_of_counts_made_with_other_settings_is_refused():
 def test_counts_and_reports_come_back_from_their_dicts():
     settings = CHRF(word_order=2, lowercase=True)
     counts = settings.corpus_counts(HYPOTHESES, REFERENCES)
-    assert CHRF.counts_from_dict(json.loads(json.dumps(counts.to_dict()))) == counts
+    read_back = Counts.from_dict(json.loads(json.dumps(counts.to_dict())))
+    assert read_back == counts and settings.report(read_back) == settings.report(counts)
     output = settings.report(counts).to_dict()
-    assert CHRF.report_from_dict(output) == settings.report(counts)
+    assert Report.from_dict(output) == settings.report(counts)
+    assert Report.from_dict(output).to_dict(signature=True) == {**output, "signature": settings.signature,
+                                                                "normalize": None, "nrefs": None}
 
 
 @pytest.mark.parametrize(("hypotheses", "message"), [

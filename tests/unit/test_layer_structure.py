@@ -1,7 +1,7 @@
 """The layer's shape: ``chrf_core`` is a stack without an import cycle (module-level and function-level imports
 alike), and the command line, the functions and the local emulator reach it through its one door: the package's
-own names (``CHRF``, ``Counts``, ...), ``chrf_core.service`` for a request's rules and ``chrf_core.contract`` for
-its names, never another submodule."""
+own names (``CHRF``, ``Counts``, ...), ``chrf_core.service`` for a request's rules, ``chrf_core.contract`` for
+its names and ``chrf_core.arrays`` for the scores of count arrays, never another submodule."""
 
 import ast
 import re
@@ -12,7 +12,7 @@ from support import ROOT
 
 PACKAGE = ROOT / "layers" / "chrf_core" / "chrf_core"
 CALLERS = [ROOT / "cli", ROOT / "functions", ROOT / "local"]
-DOOR = {"chrf_core", "chrf_core.service", "chrf_core.contract"}
+DOOR = {"chrf_core", "chrf_core.service", "chrf_core.contract", "chrf_core.arrays"}
 REACH_IN = re.compile(r"chrf_core\.[a-z_]*\.")
 
 
@@ -82,8 +82,8 @@ def test_chrf_core_has_no_import_cycle():
 
 
 def test_the_stack_runs_from_the_contract_up_to_the_service_in_this_order():
-    order = ["contract", "errors", "texts", "tokens", "python_kernel", "kernel", "counts", "formula", "report",
-             "mbr", "streams", "settings", "metric", "mbrs", "service"]
+    order = ["contract", "errors", "settings", "texts", "tokens", "python_kernel", "kernel", "counts", "formula",
+             "report", "arrays", "mbr", "streams", "metric", "mbrs", "service"]
     graph = import_graph()
     assert set(graph) == {f"chrf_core.{name}" for name in order} | {"chrf_core"}
     for module in order:
@@ -122,13 +122,27 @@ def test_callers_reach_no_submodule_attribute_beyond_the_door():
 
 def beyond_the_door(text):
     return [match.group(0) for match in REACH_IN.finditer(text)
-            if match.group(0) not in ("chrf_core.service.", "chrf_core.contract.")]
+            if match.group(0)[:-1] not in DOOR]
 
 
 @pytest.mark.parametrize(("text", "reaches_in"), [("chrf_core.counting.Counts.from_dict(x)", True),
                                                   ("chrf_core.report.build_report(x)", True),
                                                   ("chrf_core.service.parse_request(x)", False),
                                                   ("chrf_core.contract.TOOL", False),
-                                                  ("chrf_core.CHRF.counts_from_dict(x)", False)])
+                                                  ("chrf_core.arrays.score_texts(x)", False),
+                                                  ("chrf_core.Counts.from_dict(x)", False)])
 def test_the_reach_in_check_tells_submodules_from_the_door(text, reaches_in):
     assert bool(beyond_the_door(text)) == reaches_in
+
+
+def test_chrf_is_a_facade_of_at_most_15_methods_and_the_package_exports_at_most_15_names():
+    import inspect
+
+    import chrf_core
+
+    methods = sorted(name for name in dir(chrf_core.CHRF) if not name.startswith("_") and not isinstance(
+        inspect.getattr_static(chrf_core.CHRF, name), property) and callable(getattr(chrf_core.CHRF, name)))
+    assert "corpus_score" in methods and "get_signature" in methods  # the scan sees inherited methods too
+    assert len(methods) <= 15, methods
+    assert len(chrf_core.__all__) <= 15, chrf_core.__all__
+    assert all(hasattr(chrf_core, name) for name in chrf_core.__all__)

@@ -32,13 +32,13 @@ def run_python(script, *, native=True, timeout=300):
 
 
 CALLS = {
-    "corpus_report": lambda h, r: chrf_core.corpus_report(h, r),
+    "corpus_report": lambda h, r: chrf_core.CHRF().corpus_score(h, r),
     "corpus_counts": lambda h, r: chrf_core.CHRF().corpus_counts(h, r),
     "CHRF.corpus_score": lambda h, r: chrf_core.CHRF().corpus_score(h, r),
     "CHRF.segment_scores": lambda h, r: chrf_core.CHRF().segment_scores(h, r),
-    "segment_scores": lambda h, r: chrf_core.segment_scores(h, r),
-    "segment_reports": lambda h, r: chrf_core.segment_reports(h, r),
-    "pairwise": lambda h, r: chrf_core.pairwise(h, r),
+    "segment_scores": lambda h, r: chrf_core.CHRF().segment_scores(h, r, exact=True),
+    "segment_reports": lambda h, r: chrf_core.CHRF().segment_reports(h, r),
+    "pairwise": lambda h, r: chrf_core.CHRF().pairwise(h, r),
 }
 
 
@@ -48,15 +48,15 @@ def test_a_single_str_where_segments_belong_is_a_type_error_naming_the_argument(
         CALLS[call]("abc", ["abd"])
     with pytest.raises(TypeError, match=r"^references: expected a sequence of segments"):
         CALLS[call](["abc"], "abd")
-    assert chrf_core.corpus_report(("abc",), iter(["abd"])).segment_count == 1  # any other iterable is fine
+    assert chrf_core.CHRF().corpus_score(("abc",), iter(["abd"])).segment_count == 1  # any other iterable is fine
 
 
 def test_a_text_past_the_length_limit_is_invalid_input_for_both_kernels(kernel):
     long = "a" * (MAX_TEXT_LENGTH + 1)
     with pytest.raises(InvalidInputError, match=rf"^references\[1\]: at most {MAX_TEXT_LENGTH} code points"):
-        chrf_core.corpus_report(["a", "b"], ["a", long])
+        chrf_core.CHRF().corpus_score(["a", "b"], ["a", long])
     with pytest.raises(InvalidInputError, match=rf"^texts: at most {MAX_TEXT_LENGTH} code points in all texts"):
-        chrf_core.pairwise(["a" * (MAX_TEXT_LENGTH // 2 + 1)], ["a" * (MAX_TEXT_LENGTH // 2 + 1)])
+        chrf_core.CHRF().pairwise(["a" * (MAX_TEXT_LENGTH // 2 + 1)], ["a" * (MAX_TEXT_LENGTH // 2 + 1)])
 
 
 @pytest.mark.parametrize("native", [True, False])
@@ -67,7 +67,7 @@ def test_a_matrix_too_large_for_memory_is_one_clean_memory_error(native):
         import chrf_core
         texts = ["the cat sat"] * 100_000
         try:
-            chrf_core.pairwise(texts, texts)
+            chrf_core.CHRF().pairwise(texts, texts)
         except MemoryError:
             print("MemoryError")
         """, native=native)
@@ -80,7 +80,7 @@ def test_the_python_kernels_pairwise_holds_one_row_not_the_whole_matrix_of_count
         from payloads import real_pairs
         texts = [f"{text[:12]} {k}" for k in range(5) for pair in real_pairs() for text in pair]
         before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        matrix = chrf_core.pairwise(texts, texts, word_order=2)
+        matrix = chrf_core.CHRF(word_order=2).pairwise(texts, texts)
         print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) // 1024, matrix.shape)
         """, native=False)
     grown, shape = out.split(" ", 1)

@@ -33,7 +33,7 @@ def test_merging_counts_of_random_chunks_equals_scoring_the_whole(request, data)
 
 def test_counts_survive_a_json_round_trip():
     counts = chrf_core.service.compute_counts({"hypotheses": ["a b c"], "references": ["a c b"], "word_order": 2})
-    assert Settings.counts_from_dict(counts.to_dict()) == counts
+    assert chrf_core.Counts.from_dict(counts.to_dict()) == counts
 
 
 def test_merging_counts_made_with_different_settings_is_an_error():
@@ -63,7 +63,7 @@ def test_merging_nothing_is_an_error():
 )
 def test_malformed_stored_counts_are_rejected(data):
     with pytest.raises(ValueError, match="counts"):
-        Settings.counts_from_dict(data)
+        chrf_core.Counts.from_dict(data)
 
 
 @settings(max_examples=300, deadline=None)

@@ -41,7 +41,7 @@ def test_the_documented_examples_run_as_doctests(kernel):
 @given(st.lists(SEGMENT_TEXT, min_size=1, max_size=5), st.lists(SEGMENT_TEXT, min_size=1, max_size=5),
        settings_strategy())
 def test_pairwise_is_each_pairs_exact_score_correctly_rounded(kernel, hypotheses, references, chosen):
-    matrix = chrf_core.pairwise(hypotheses, references, **chosen)
+    matrix = chrf_core.CHRF(**chosen).pairwise(hypotheses, references)
     assert isinstance(matrix, numpy.ndarray) and matrix.dtype == numpy.float64
     assert matrix.shape == (len(hypotheses), len(references))
     for (i, hypothesis), (j, reference) in itertools.product(enumerate(hypotheses), enumerate(references)):
@@ -51,7 +51,7 @@ def test_pairwise_is_each_pairs_exact_score_correctly_rounded(kernel, hypotheses
 def test_pairwise_on_real_translations_equals_one_segment_contract_scores(kernel):
     texts = [text for pair in real_pairs() for text in pair]
     for chosen in ({}, {"word_order": 2}, {"char_order": 10, "word_order": 4, "averaging": "per_order_f"}):
-        matrix = chrf_core.pairwise(texts[:24], texts[40:64], **chosen).tolist()
+        matrix = chrf_core.CHRF(**chosen).pairwise(texts[:24], texts[40:64]).tolist()
         for i, j in itertools.product(range(24), range(24)):
             contract = chrf_core.score({"hypotheses": [texts[i]], "references": [texts[40 + j]], **chosen})
             assert matrix[i][j] == float(Fraction(contract["score_fraction"]))
@@ -64,7 +64,7 @@ def test_a_native_score_too_close_to_a_rounding_midpoint_is_computed_exactly(mon
     assert len(flagged) > 100  # at a tolerance of half the value, nearly every score is handed back
     monkeypatch.setattr(kernel_module, "KERNEL", "native")
     monkeypatch.setattr(kernel_module, "TOLERANCE_BITS", 1)
-    matrix = chrf_core.pairwise(texts, texts, word_order=2)
+    matrix = chrf_core.CHRF(word_order=2).pairwise(texts, texts)
     for i, j in itertools.product(range(12), range(12)):
         assert matrix[i, j] == float(exact(texts[i], texts[j], {"word_order": 2}))
 
@@ -109,7 +109,7 @@ def test_the_kernels_give_the_same_pairwise_matrix():
     for name in kernels():
         kernel_module.KERNEL, previous = name, kernel_module.KERNEL
         try:
-            matrices[name] = chrf_core.pairwise(texts[:30], texts[30:70], word_order=2, lowercase=True).tolist()
+            matrices[name] = chrf_core.CHRF(word_order=2, lowercase=True).pairwise(texts[:30], texts[30:70]).tolist()
         finally:
             kernel_module.KERNEL = previous
     assert len({repr(matrix) for matrix in matrices.values()}) == 1
@@ -119,7 +119,7 @@ def test_pairwise_agrees_with_sacrebleu_sentence_scores_where_the_definitions_co
     from sacrebleu.metrics import CHRF
 
     texts = [text for pair in real_pairs() for text in pair if len(text) > 30][:20]
-    matrix = chrf_core.pairwise(texts, texts, word_order=2)
+    matrix = chrf_core.CHRF(word_order=2).pairwise(texts, texts)
     metric = CHRF(word_order=2)
     for i, j in itertools.product(range(len(texts)), repeat=2):
         assert matrix[i, j] == pytest.approx(metric.sentence_score(texts[i], [texts[j]]).score, abs=1e-9)
@@ -130,7 +130,7 @@ def test_the_corpus_report_of_many_segments_is_the_merge_of_its_chunks(kernel, m
     hypotheses = (pairs[k % len(pairs)][0] for k in range(1000))  # a generator: read once, in chunks
     references = (pairs[(k * 3) % len(pairs)][1] for k in range(1000))
     monkeypatch.setattr(streams, "CHUNK", 64)
-    report = chrf_core.corpus_report(hypotheses, references, word_order=2)
+    report = chrf_core.CHRF(word_order=2).corpus_score(hypotheses, references)
     chosen = chrf_core.CHRF(word_order=2)
     whole = chrf_core.counts.count_segments([pairs[k % len(pairs)][0] for k in range(1000)],
                                      [pairs[(k * 3) % len(pairs)][1] for k in range(1000)], chosen)
@@ -142,7 +142,7 @@ def test_a_small_corpus_report_is_the_contract_output(kernel):
     pairs = real_pairs()[:10]
     request = {"hypotheses": [h for h, _ in pairs], "references": [r for _, r in pairs], "word_order": 2,
                "lowercase": True}
-    report = chrf_core.corpus_report(request["hypotheses"], request["references"], word_order=2, lowercase=True)
+    report = chrf_core.CHRF(word_order=2, lowercase=True).corpus_score(request["hypotheses"], request["references"])
     assert report.to_dict() == chrf_core.score(request) == naive_score(request)
 
 
@@ -151,10 +151,10 @@ def test_segment_scores_and_reports_are_each_segments_own_and_read_lazily(kernel
     pairs = real_pairs()
     endless_hypotheses = itertools.cycle([h for h, _ in pairs])
     references = [r for _, r in pairs]
-    scores = chrf_core.segment_scores(endless_hypotheses, iter(references), char_order=4, word_order=1)
+    scores = chrf_core.CHRF(char_order=4, word_order=1).segment_scores(endless_hypotheses, iter(references), exact=True)
     first = list(itertools.islice(scores, 7))
     assert first == [exact(pairs[k][0], references[k], {"char_order": 4, "word_order": 1}) for k in range(7)]
-    reports = chrf_core.segment_reports([h for h, _ in pairs[:5]], references[:5], averaging="per_order_f")
+    reports = chrf_core.CHRF(averaging="per_order_f").segment_reports([h for h, _ in pairs[:5]], references[:5])
     assert [report.to_dict() for report in reports] == [
         chrf_core.score({"hypotheses": [h], "references": [r], "averaging": "per_order_f"}) for h, r in pairs[:5]]
 
@@ -163,19 +163,18 @@ def test_segment_scores_and_reports_are_each_segments_own_and_read_lazily(kernel
     ("call", "message"),
     [
         (lambda: chrf_core.CHRF(beta=0), "beta: must be an integer from 1 to 16, got 0"),
-        (lambda: chrf_core.corpus_report(["a"], ["a"], char_order=0), "word_order: char_order and word_order"),
-        (lambda: chrf_core.pairwise(["a"], ["a"], lowercase=1), "lowercase: must be a boolean"),
-        (lambda: chrf_core.segment_scores(["a"], ["a"], wordorder=2), "settings: unknown key"),
-        (lambda: chrf_core.corpus_report([], []), "hypotheses: at least 1 segment, got 0"),
-        (lambda: chrf_core.pairwise(["a"], []), "references: at least 1 segment, got 0"),
-        (lambda: chrf_core.corpus_report(["a"] * 10, ["a"] * 9), "references: must have as many segments as "
+        (lambda: chrf_core.CHRF(char_order=0).corpus_score(["a"], ["a"]), "word_order: char_order and word_order"),
+        (lambda: chrf_core.CHRF(lowercase=1).pairwise(["a"], ["a"]), "lowercase: must be a boolean"),
+        (lambda: chrf_core.CHRF().corpus_score([], []), "hypotheses: at least 1 segment, got 0"),
+        (lambda: chrf_core.CHRF().pairwise(["a"], []), "references: at least 1 segment, got 0"),
+        (lambda: chrf_core.CHRF().corpus_score(["a"] * 10, ["a"] * 9), "references: must have as many segments as "
                                                                   "hypotheses, got only 9"),
-        (lambda: chrf_core.corpus_report(["a"] * 9, ["a"] * 10), "references: must have as many segments as "
+        (lambda: chrf_core.CHRF().corpus_score(["a"] * 9, ["a"] * 10), "references: must have as many segments as "
                                                                  "hypotheses, got more than 9"),
-        (lambda: chrf_core.corpus_report(["a"] * 9 + [b"a"], ["a"] * 10), "hypotheses[9]: must be a string"),
-        (lambda: list(chrf_core.segment_scores(["a"] * 9, ["a"] * 8 + ["\ud800"])),
+        (lambda: chrf_core.CHRF().corpus_score(["a"] * 9 + [b"a"], ["a"] * 10), "hypotheses[9]: must be a string"),
+        (lambda: list(chrf_core.CHRF().segment_scores(["a"] * 9, ["a"] * 8 + ["\ud800"], exact=True)),
          "references[8]: must not contain a lone surrogate"),
-        (lambda: chrf_core.pairwise(["a", None], ["a"]), "hypotheses[1]: must be a string, got null"),
+        (lambda: chrf_core.CHRF().pairwise(["a", None], ["a"]), "hypotheses[1]: must be a string, got null"),
     ],
 )
 def test_bad_input_is_refused_naming_the_field_and_the_segment(call, message, monkeypatch):
@@ -185,15 +184,20 @@ def test_bad_input_is_refused_naming_the_field_and_the_segment(call, message, mo
     assert str(raised.value).startswith(message)
 
 
+def test_a_misspelt_setting_is_a_type_error_naming_it_as_sacrebleus_chrf_gives():
+    with pytest.raises(TypeError, match="unexpected keyword argument 'wordorder'"):
+        chrf_core.CHRF(wordorder=2)
+
+
 def test_settings_are_checked_when_the_call_is_made_not_when_the_first_score_is_read():
     with pytest.raises(InvalidInputError):
-        chrf_core.segment_reports(["a"], ["a"], averaging="mean")
+        chrf_core.CHRF(averaging="mean").segment_reports(["a"], ["a"])
 
 
 def test_inputs_are_not_changed():
     hypotheses, references = ["The Cat", "a dog"], ["the cat", "A Dog"]
-    chrf_core.pairwise(hypotheses, references, lowercase=True)
-    chrf_core.corpus_report(hypotheses, references, lowercase=True)
+    chrf_core.CHRF(lowercase=True).pairwise(hypotheses, references)
+    chrf_core.CHRF(lowercase=True).corpus_score(hypotheses, references)
     assert hypotheses == ["The Cat", "a dog"] and references == ["the cat", "A Dog"]
 
 
@@ -232,7 +236,7 @@ def test_ctrl_c_stops_a_large_native_pairwise_matrix_within_a_row(tmp_path):
     native_kernel_or_skip()
     script = ("import sys; sys.path.insert(0, sys.argv[1]); import chrf_core; from payloads import real_pairs\n"
               "texts = [f'{text} {k}' for k in range(100) for pair in real_pairs() for text in pair]\n"
-              "print('started', flush=True); chrf_core.pairwise(texts, texts); print('finished', flush=True)\n")
+              "print('started', flush=True); chrf_core.CHRF().pairwise(texts, texts); print('finished', flush=True)\n")
     script = script.replace("sys.argv[1]", repr(str(ROOT / "layers" / "chrf_core")))
     out, err, code, stopped_after = ctrl_c_after(script, 0.5, str(ROOT / "tests"))
     assert code != 0 and "finished" not in out and err.rstrip().endswith("KeyboardInterrupt")
@@ -259,7 +263,7 @@ def test_other_threads_run_while_the_native_kernel_fills_a_matrix():
         time.sleep(0.2)
         rate = (ticks[0] - before) / (time.perf_counter() - started)  # this thread's ticks per second alone
         before, started = ticks[0], time.perf_counter()
-        chrf_core.pairwise(texts, texts)
+        chrf_core.CHRF().pairwise(texts, texts)
         during, elapsed = ticks[0] - before, time.perf_counter() - started
     finally:
         stop.set()

@@ -37,12 +37,12 @@ def test_contradicting_or_malformed_spellings_are_errors_naming_the_spelling(key
     assert str(caught.value).startswith(message)
 
 
-def test_the_one_line_functions_take_the_spellings_and_refuse_a_misspelt_keyword():
-    report = chrf_core.corpus_report(["a b c"], ["a b d"], whitespace=True, eps_smoothing=True)
+def test_chrf_takes_the_spellings_and_refuses_a_misspelt_keyword():
+    report = chrf_core.CHRF(whitespace=True, eps_smoothing=True).corpus_score(["a b c"], ["a b d"])
     assert report.settings == CHRF(include_whitespace=True, averaging="per_order_f")
-    assert list(chrf_core.segment_scores(["a b"], ["a b"], whitespace=True)) == [100]
-    with pytest.raises(InvalidInputError, match=r"unknown key .*allowed keys are .*whitespace, eps_smoothing"):
-        chrf_core.corpus_report(["a"], ["a"], whitspace=True)
+    assert list(chrf_core.CHRF(whitespace=True).segment_scores(["a b"], ["a b"], exact=True)) == [100]
+    with pytest.raises(TypeError, match="unexpected keyword argument 'whitspace'"):
+        chrf_core.CHRF(whitspace=True)
 
 
 def test_the_service_and_the_pipeline_keep_to_the_contracts_spelling():

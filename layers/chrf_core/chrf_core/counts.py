@@ -9,8 +9,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from .contract import Settings
+from .contract import INTEGER_RANGES, SETTING_KEYS, Settings
+from .errors import InvalidInputError
 from .kernel import Triple, chosen
+from .settings import ChrfSettings
 
 if TYPE_CHECKING:
     import numpy
@@ -42,9 +44,24 @@ class Counts(NamedTuple):
         }
 
     @classmethod
-    def checked(cls, settings: Settings, segment_count: Any, orders: Any) -> Counts:
-        """Counts read back from storage (a :meth:`to_dict`'s values, settings already rebuilt), every value
-        checked: ValueError naming what no texts could give."""
+    def from_dict(cls, data: Any) -> Counts:
+        """Counts read back from :meth:`to_dict`'s output (from storage, another process), every value checked:
+        ValueError naming what is wrong, or what no texts could give. Their settings equal the ``CHRF`` that made
+        them."""
+        if not isinstance(data, dict) or set(data) != {"settings", "segment_count", "orders"}:
+            raise ValueError("counts: expected an object with settings, segment_count and orders")
+        settings_data = data["settings"]
+        if not isinstance(settings_data, dict) or set(settings_data) != set(SETTING_KEYS) or any(
+                type(settings_data[key]) is not int for key in INTEGER_RANGES):
+            raise ValueError("counts: settings must name every setting, integers as integers")
+        try:
+            settings = ChrfSettings.of_settings(settings_data)
+        except InvalidInputError as error:
+            raise ValueError(f"counts: {error.message}") from None
+        return cls._checked(settings, data["segment_count"], data["orders"])
+
+    @classmethod
+    def _checked(cls, settings: Settings, segment_count: Any, orders: Any) -> Counts:
         if type(segment_count) is not int or segment_count < 1:
             raise ValueError("counts: segment_count must be a positive integer")
         if not isinstance(orders, list) or len(orders) != settings.orders or not all(

@@ -39,8 +39,7 @@ from .contract import TEXT_KEYS
 from .counts import Counts, count_segments, system_counts
 from .errors import InvalidInputError
 from .formula import exact_score, float_scores
-from .kernel import Triple
-from .report import Report, json_lines, report_of, score_texts
+from .report import Report, report_of
 from .settings import ChrfSettings
 from .streams import References, best_of, best_rows, chunks_of, present, segment_rows, sides_of
 from .texts import check_chunk, check_flag, check_side, normalized
@@ -49,7 +48,7 @@ if TYPE_CHECKING:
     import numpy
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # equal, and hashed, as its settings are
 class CHRF(ChrfSettings):
     """chrF / chrF++ with the contract's settings: character orders 1..char_order, word orders 1..word_order (2 gives
     chrF++), recall weighted beta times precision, optional lowercasing and whitespace kept in character n-grams,
@@ -196,7 +195,7 @@ class CHRF(ChrfSettings):
     def _aggregate_of(self, hypotheses: list[str], references: list[str], threads: int) -> numpy.ndarray:
         return mbr.aggregate(self, hypotheses, references, threads, exact=False)  # type: ignore[return-value]
 
-    # ---- counts, and what is made of them (for the command line, the functions and other tools) ----------------
+    # ---- counts (for the command line, the functions and other tools; chrf_core.arrays scores count arrays) -----
 
     def segment_counts(self, hypotheses: Sequence[str], references: References, *,
                        references_per_segment: bool | None = None) -> numpy.ndarray:
@@ -253,21 +252,3 @@ class CHRF(ChrfSettings):
         if counts.settings != self:
             raise ValueError(f"report: counts made with other settings ({counts.settings.as_dict()})")
         return report_of(counts)
-
-    def exact_score(self, orders: Sequence[Triple] | Sequence[list[int]]) -> Fraction:
-        """The exact score of one set of per-order counts (a row of :meth:`segment_counts`, or summed)."""
-        return exact_score(self, orders)
-
-    def float_scores(self, counts: numpy.ndarray) -> numpy.ndarray:
-        """Scores (0..100) of many count arrays at once in floating point: ``counts`` shaped (..., orders, 3)."""
-        return float_scores(self, counts)
-
-    def score_texts(self, counts: numpy.ndarray) -> list[str]:
-        """Each segment's score as the contract writes it (six decimals, from the exact fraction): ``counts`` as
-        :meth:`segment_counts` gives them."""
-        return score_texts(self, counts)
-
-    def json_lines(self, counts: numpy.ndarray, first_line: int = 1) -> str:
-        """Each segment's report as one JSON line, ``{"line": N, ...}`` then the contract's output, numbered from
-        ``first_line``: the same bytes as ``json.dumps`` of each segment's ``to_dict()``."""
-        return json_lines(self, counts, first_line)

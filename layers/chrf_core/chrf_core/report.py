@@ -13,9 +13,10 @@ from functools import cache
 from math import gcd
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from .contract import Settings
+from .contract import SETTING_KEYS, Settings
 from .counts import Counts, order_labels
 from .formula import averages_and_score, effective, exact_score, f_ratio, float_scores
+from .settings import ChrfSettings
 
 if TYPE_CHECKING:
     import numpy
@@ -94,6 +95,13 @@ class Report(NamedTuple):
 
     def __hash__(self) -> int:
         return hash(self[:-1])
+
+    @classmethod
+    def from_dict(cls, output: dict[str, Any]) -> Report:
+        """The report behind a contract output read back (from storage, the service): its counts, scored again."""
+        settings = ChrfSettings(**{key: output[key] for key in SETTING_KEYS})
+        orders = tuple((o["hypothesis_ngrams"], o["reference_ngrams"], o["matching_ngrams"]) for o in output["orders"])
+        return report_of(Counts(settings, output["segment_count"], orders))
 
     @property
     def score(self) -> float:
@@ -228,7 +236,7 @@ def _template(settings: Settings, sides: int) -> str:
             '"average_precision": "%d/%d", "average_recall": "%d/%d", "score": "%s", "score_fraction": "%d/%d"}\n')
 
 
-def json_lines(settings: Settings, counts: numpy.ndarray, first_line: int) -> str:
+def json_lines(settings: Settings, counts: numpy.ndarray, first_line: int = 1) -> str:
     """Each segment's report as one JSON line, ``{"line": N, ...}`` then exactly to_dict()'s keys and values, for
     segments whose counts are ``counts`` (shaped (segments, orders, 3)), numbered from ``first_line``. A chunk's
     lines are written at once: the per-order fractions are reduced with NumPy, and each line is one ``%``-format of

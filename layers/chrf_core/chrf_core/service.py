@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any, NamedTuple
 
-from .contract import MAX_SEGMENTS, MAX_TEXT_BYTES, REQUEST_KEYS, TEXT_KEYS
+from .contract import MAX_SEGMENTS, MAX_TEXT_BYTES, REQUEST_KEYS, SETTING_KEYS, TEXT_KEYS
 from .counts import Counts, count_segments
 from .errors import InvalidInputError, describe, unknown_key_error
 from .errors import error_envelope as error_envelope  # the service's error body, for the handlers
@@ -78,7 +78,8 @@ def parse_request(request: Any) -> ValidRequest:
             raise InvalidInputError(key, "required key is missing")
     hypotheses, references = request[TEXT_KEYS[0]], request[TEXT_KEYS[1]]
     total = check_texts(hypotheses, references)
-    return ValidRequest(list(hypotheses), list(references), CHRF.of(request), total)
+    settings = CHRF(**{key: request[key] for key in SETTING_KEYS if key in request})
+    return ValidRequest(list(hypotheses), list(references), settings, total)
 
 
 def check_texts(hypotheses: Any, references: Any) -> int:

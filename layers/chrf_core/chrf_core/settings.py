@@ -1,20 +1,17 @@
 """The settings of chrF / chrF++ as a frozen value (:class:`ChrfSettings`, which :class:`chrf_core.CHRF` is and
 scores with): the contract's rules and defaults, sacreBLEU's spellings (``whitespace``, ``eps_smoothing``), the
-library's ``normalize``, the ways in (a request's settings, an object of settings, a Python call's keywords) and the
-readers of stored counts and reports. The defaults are written here once; the command line's flags and the mbrs
-backend's Config read them from here."""
+library's ``normalize`` and the one way in from an object of settings (a request's, an execution's, a stored one).
+The defaults are written here once; the command line's flags and the mbrs backend's Config read them from here.
+Settings equal by value: a ``CHRF`` equals the ``ChrfSettings`` of stored counts read back with the same values."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import InitVar, dataclass
 from typing import Any, Self
 
 from .contract import AVERAGINGS, INTEGER_RANGES, NORMALIZATIONS, SETTING_KEYS, TOOL, VERSION
-from .counts import Counts
 from .errors import InvalidInputError, describe, unknown_key_error
-from .report import Report, report_of
 
 
 class Signature(str):
@@ -35,11 +32,10 @@ class _Unset:
 _UNSET: Any = _Unset()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class ChrfSettings:
-    """The settings of a :class:`CHRF` as a frozen value: the contract's rules, sacreBLEU's spellings, the
-    constructors from a request, an object of settings or keywords, and the readers of stored counts and reports.
-    :class:`CHRF` is this value with everything scored with it."""
+    """The settings of a :class:`CHRF` as a frozen value: the contract's rules, sacreBLEU's spellings and the way in
+    from an object of settings. :class:`CHRF` is this value with everything scored with it."""
 
     char_order: int = 6
     word_order: int = 0
@@ -84,29 +80,24 @@ class ChrfSettings:
         object.__setattr__(self, key, meaning[alias_value])
 
     @classmethod
-    def of(cls, values: Mapping[str, Any]) -> Self:
-        """The settings among ``values`` (a request's other keys are ignored), defaults for the missing ones."""
-        return cls(**{key: values[key] for key in SETTING_KEYS if key in values})
-
-    @classmethod
     def of_settings(cls, values: Any, subject: str = "settings") -> Self:
-        """An object of settings alone (a pipeline execution's or batch's, a Python call's): nothing but setting
-        keys, each by its rule."""
+        """An object of settings alone (a request's once its texts are taken out, a pipeline execution's or batch's,
+        a stored one): nothing but setting keys, each by its rule, defaults for the missing ones."""
         if not isinstance(values, dict):
             raise InvalidInputError("settings", "must be an object of scoring settings")
         for key in values:
             if key not in SETTING_KEYS:
                 raise unknown_key_error(key, SETTING_KEYS, subject=subject)
-        return cls.of(values)
-
-    @classmethod
-    def of_keywords(cls, values: Mapping[str, Any]) -> Self:
-        """The settings of a Python call's keywords (``corpus_report(..., word_order=2)``): the settings and
-        sacreBLEU's spellings of them; any other keyword is an InvalidInputError naming the allowed ones."""
-        for key in values:
-            if key not in SETTING_KEYS and key not in LIBRARY_KEYWORDS:
-                raise unknown_key_error(key, (*SETTING_KEYS, *LIBRARY_KEYWORDS), subject="settings")
         return cls(**values)
+
+    def _values(self) -> tuple[Any, ...]:
+        return (*(getattr(self, key) for key in SETTING_KEYS), self.normalize)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ChrfSettings) and self._values() == other._values()
+
+    def __hash__(self) -> int:
+        return hash(self._values())
 
     def as_dict(self) -> dict[str, int | bool | str]:
         """The contract's settings as the output echoes them, in its key order."""
@@ -137,32 +128,7 @@ class ChrfSettings:
         with ``format(short=False)``)."""
         return Signature(self.signature)
 
-    @classmethod
-    def counts_from_dict(cls, data: Any) -> Counts:
-        """Counts rebuilt from :meth:`Counts.to_dict` output, every value checked (they may come from storage):
-        ValueError naming what is wrong."""
-        if not isinstance(data, dict) or set(data) != {"settings", "segment_count", "orders"}:
-            raise ValueError("counts: expected an object with settings, segment_count and orders")
-        settings_data = data["settings"]
-        if not isinstance(settings_data, dict) or set(settings_data) != set(SETTING_KEYS) or any(
-                type(settings_data[key]) is not int for key in INTEGER_RANGES):
-            raise ValueError("counts: settings must name every setting, integers as integers")
-        try:
-            settings = cls.of_settings(settings_data)
-        except InvalidInputError as error:
-            raise ValueError(f"counts: {error.message}") from None
-        return Counts.checked(settings, data["segment_count"], data["orders"])
 
-    @classmethod
-    def report_from_dict(cls, output: dict[str, Any]) -> Report:
-        """The report behind a contract output (read back from storage): its counts, scored again."""
-        settings = cls.of({key: output[key] for key in SETTING_KEYS})
-        orders = tuple((o["hypothesis_ngrams"], o["reference_ngrams"], o["matching_ngrams"]) for o in output["orders"])
-        return report_of(Counts(settings, output["segment_count"], orders))
-
-
-SACREBLEU_SPELLINGS = ("whitespace", "eps_smoothing")
-LIBRARY_KEYWORDS = ("normalize", *SACREBLEU_SPELLINGS)  # keywords beyond the contract's settings
 # sacreBLEU's attribute names read back what they mean (CHRF(whitespace=True).whitespace is True)
 for _spelling, _reading in (("whitespace", lambda self: self.include_whitespace),
                             ("eps_smoothing", lambda self: self.averaging == AVERAGINGS[1])):
