@@ -16,7 +16,10 @@
    `pairwise_batch` and `aggregate_batch` against fastChrF's `pairwise_chrf` and `aggregate_chrf`.
 
 Times are the best of several interleaved rounds (the least disturbed by other load on a shared machine).
-`python tests/benchmark.py --quick` runs fewer rounds and smaller command-line corpora.
+`python tests/benchmark.py --quick` runs fewer rounds and smaller command-line corpora. `--baseline SO` loads a
+second build of the native kernel (another revision's `_kernel.abi3.so`) and times it in the same rounds as this
+one, as kernel "base" in tables 1 and 2 and as a column with the ratio (base / this build) in tables 7 and 8: an A/B
+of a kernel change in one run (the command-line tables, 3, 4 and 6, run this build alone).
 """
 
 from __future__ import annotations
@@ -46,6 +49,37 @@ from sacrebleu.metrics import CHRF  # noqa: E402
 
 CONFIGURATIONS = [(6, 0), (6, 2), (10, 4)]
 BIN = pathlib.Path(sys.executable).parent
+BASE = "base"  # the --baseline kernel's name in chrf_core.kernel.KERNELS, when one is loaded
+
+
+def load_baseline(path: str) -> None:
+    """Another build of the native kernel, as kernel BASE beside this one (its own copy of the library)."""
+    import importlib.machinery
+    import importlib.util
+    import shutil
+
+    copy = pathlib.Path(tempfile.mkdtemp()) / pathlib.Path(path).name  # a file of its own: dlopen loads it anew
+    shutil.copy(path, copy)
+    spec = importlib.util.spec_from_file_location("chrf_core._kernel", copy,
+                                                  loader=importlib.machinery.ExtensionFileLoader("chrf_core._kernel",
+                                                                                                str(copy)))
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    module.set_seed(int.from_bytes(os.urandom(8), "little"))
+    chrf_core.kernel.KERNELS[BASE] = chrf_core.kernel.NativeKernel(module)
+
+
+def with_base(functions: dict[str, object]) -> dict[str, object]:
+    """The timed functions, each also with the baseline kernel (as "NAME base") when one is loaded."""
+    if BASE not in chrf_core.kernel.KERNELS:
+        return functions
+    return {**functions, **{f"{name} {BASE}": with_kernel(BASE, function) for name, function in functions.items()}}
+
+
+def versus(best: dict[str, float], name: str) -> str:
+    """The baseline's time for `name` and its ratio to this build's, when a baseline is loaded."""
+    if f"{name} {BASE}" not in best:
+        return ""
+    return f"  base {best[f'{name} {BASE}'] * 1000:.2f} ms ({best[f'{name} {BASE}'] / best[name]:.3f}x)"
 
 
 def best_of(functions: dict[str, object], rounds: int, number: int) -> dict[str, float]:
@@ -251,10 +285,10 @@ def pairwise_table(rounds: int) -> None:
         for size in (256, 1024):
             texts = make(2 * size)
             hypotheses, references = texts[:size], texts[size:] if kind == "real MT lines" else texts[:size]
-            functions = {
+            functions = with_base({
                 "ours": lambda h=hypotheses, r=references: chrf_core.CHRF().pairwise(h, r),
                 "fastchrf": lambda h=hypotheses, r=references: fastchrf.pairwise_chrf([h], [r]),
-            }
+            })
             best = best_of(functions, rounds if size == 256 else max(1, rounds // 3), 1)
             ours, theirs = chrf_core.CHRF().pairwise(hypotheses, references), fastchrf.pairwise_chrf([hypotheses],
                                                                                              [references])[0]
@@ -268,7 +302,7 @@ def pairwise_table(rounds: int) -> None:
             sacrebleu_time = (time.perf_counter() - started) * size / rows
             print(f"{kind:<16}{f'{size} x {size}':>11}{best['ours']:>10.3f} s{best['fastchrf']:>9.2f} s"
                   f"{best['fastchrf'] / best['ours']:>9.1f}x{sacrebleu_time:>10.1f} s *"
-                  f"{sacrebleu_time / best['ours']:>8.0f}x")
+                  f"{sacrebleu_time / best['ours']:>8.0f}x{versus(best, 'ours')}")
     print("  (agreement with fastChrF: every score within 1e-9; * sacreBLEU timed on 32 rows and scaled)")
 
 
@@ -296,6 +330,8 @@ def mbr_table(rounds: int) -> None:
             theirs = getattr(fastchrf, f"{method}_chrf")
             functions = {"ours": lambda o=ours, s=sets: o(s, s), "fastchrf": lambda t=theirs, s=sets: t(s, s),
                          "plus": lambda o=ours_plus, s=sets: o(s, s)}
+            functions = {**functions, **{name: function for name, function in with_base(
+                {"ours": functions["ours"], "plus": functions["plus"]}).items() if name.endswith(f" {BASE}")}}
             fewer = rounds if pairs <= 2**16 else max(1, rounds // 3) if pairs <= 2**20 else 1
             best = best_of(functions, fewer, 1)
             difference = max(float(abs(mine - numpy.array(other)).max())
@@ -303,7 +339,7 @@ def mbr_table(rounds: int) -> None:
             assert difference <= 1e-9, f"{method} and fastChrF differ by {difference}"
             print(f"{method:<10}{n:>6}{batch:>7}{best['ours'] * 1000:>9.2f}ms{best['fastchrf'] * 1000:>9.1f}ms"
                   f"{best['fastchrf'] / best['ours']:>9.1f}x{pairs / best['ours'] / cores:>14.3g}"
-                  f"{best['plus'] * 1000:>9.2f}ms")
+                  f"{best['plus'] * 1000:>9.2f}ms{versus(best, 'ours')}{versus(best, 'plus')}")
     print("  (agreement with fastChrF: every score within 1e-9; fastChrF cannot count words, so chrF++ is ours alone)")
     threads_table(rounds, cores)
 
@@ -328,8 +364,9 @@ def threads_table(rounds: int, cores: int) -> None:
              ("pairwise_batch 10^5 sets of 2", lambda k: metric.pairwise_batch(tiny, tiny, threads=k),
               max(1, rounds // 2)))
     for name, call, repeats in calls:  # the calls of a few milliseconds repeated more: a best of few is noise here
-        best = best_of({str(k): lambda k=k, call=call: call(k) for k in counts}, repeats, 1)
-        print(f"{name:<30}" + "".join(f"{best[str(k)] * 1000:>11.1f}ms" for k in counts))
+        best = best_of(with_base({str(k): lambda k=k, call=call: call(k) for k in counts}), repeats, 1)
+        print(f"{name:<30}" + "".join(f"{best[str(k)] * 1000:>11.1f}ms" for k in counts)
+              + "".join(versus(best, str(k)) for k in counts))
 
 
 def import_times() -> None:
@@ -346,7 +383,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer rounds, smaller command-line corpora")
     parser.add_argument("--tables", default="1,2,3,4,5,6,7,8", help="which tables, by number (default: all)")
+    parser.add_argument("--baseline", metavar="SO", help="another build of _kernel.abi3.so, timed beside this one")
     args = parser.parse_args()
+    if args.baseline:
+        load_baseline(args.baseline)
     tables = {int(number) for number in args.tables.split(",")}
     rounds = 3 if args.quick else 9
     kernels = ", ".join(sorted(chrf_core.kernel.KERNELS))
