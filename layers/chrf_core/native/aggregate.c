@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define NGRAMS_PER_PAUSE (1u << 20) /* hypothesis n-grams scored between two pauses (for a pending signal) */
+#define NGRAMS_PER_PAUSE (POLL_MASK + 1) /* hypothesis n-grams scored between two pauses: kernel.h's interval */
 #define EXACT_DOUBLES 9007199254740992.0 /* 2^53: counts from here on are flagged for exact computation */
 #define SMALLEST_WEIGHTED 0x1p-400       /* a nonzero weighted count below it is flagged for exact computation */
 
@@ -63,6 +63,23 @@ static Double2 weighted_score(const Aggregate *a, const Scratch *s, size_t i, si
     return chrf_score_of(a->scoring, orders, hyp, ref, matches, NULL, NULL);
 }
 
+/* Rows [from, to) against the weighted references (a RowsTask). */
+static int score_weighted_hypotheses(void *shared, int worker, size_t from, size_t to) {
+    const Aggregate *a = shared;
+    Scratch *s = &a->run->scratch[worker];
+    for (size_t i = from; i < to; i++) {
+        size_t distinct = distinct_ngrams(&a->run->corpus, i, a->scoring->char_order, a->orders, (uint32_t)i, s->seen,
+                                          s->where, s->entries);
+        int outside = 0;
+        const Double2 value = weighted_score(a, s, i, distinct, &outside);
+        a->scores[i] = value.hi;
+        if ((outside || near_midpoint(value, a->scoring->tolerance)) && flag(&a->run->found[worker], i) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* Rows [from, to) against the references' summed counts (a RowsTask): scores and integer counts. */
 static int score_hypotheses(void *shared, int worker, size_t from, size_t to) {
     const Aggregate *a = shared;
     Scratch *s = &a->run->scratch[worker];
@@ -73,14 +90,6 @@ static int score_hypotheses(void *shared, int worker, size_t from, size_t to) {
     for (size_t i = from; i < to; i++) {
         size_t distinct = distinct_ngrams(corpus, i, a->scoring->char_order, orders, (uint32_t)i, s->seen,
                                           s->where, s->entries);
-        if (a->weighted_sums != NULL) {
-            int outside = 0;
-            const Double2 value = weighted_score(a, s, i, distinct, &outside);
-            a->scores[i] = value.hi;
-            if ((outside || near_midpoint(value, a->scoring->tolerance)) && flag(&a->run->found[worker], i) < 0)
-                return -1;
-            continue;
-        }
         uint64_t matches[MAX_ORDERS] = {0};
         for (size_t e = 0; e < distinct; e++) {
             const size_t row = s->entries[e].reference;
@@ -150,7 +159,7 @@ int aggregate_scores(const Texts *texts, const Scoring *scoring, const Double2 *
     Aggregate shared = {scoring, orders, columns, corpus->column_counts, ref_ngrams, scores, counts, &run,
                         weighted_sums, weight_total, weighted_ngrams};
     size_t chunk = NGRAMS_PER_PAUSE / (corpus->longest + 1) + 1, balanced = rows / (16 * (size_t)run.threads) + 1;
-    status = parallel_rows(rows, chunk < balanced ? chunk : balanced, run.threads, score_hypotheses, &shared, pause,
+    status = parallel_rows(rows, chunk < balanced ? chunk : balanced, run.threads, weights != NULL ? score_weighted_hypotheses : score_hypotheses, &shared, pause,
                            context);
 done:
     free(weighted_sums);

@@ -1,6 +1,7 @@
 /*
- * What counting.c (one hypothesis against one reference) and systems.c (several systems' hypotheses against one
- * reference) share: classes of n-grams continued order by order, and code points ranked densely.
+ * Classes of n-grams continued order by order: the one refinement step (refine) that counting.c (one hypothesis
+ * against one reference), systems.c (several systems' hypotheses against one reference) and corpus_ids.c (every
+ * text of an MBR call) all take, and code points ranked densely.
  */
 #ifndef CHRF_CLASSES_H
 #define CHRF_CLASSES_H
@@ -18,44 +19,50 @@ static inline void new_direct_generation(Work *work) {
 /* A class of the next order with no occurrences yet. */
 static inline void clear_class(ClassInfo *next, uint32_t id) {
     next[id].count[0] = next[id].count[1] = 0;
-    next[id].memo_unit = NO_CLASS;
-}
-
-/* A new class of the next order, with no occurrences yet. */
-static inline uint32_t new_class(ClassInfo *next, uint32_t *classes) {
-    uint32_t id = (*classes)++;
-    clear_class(next, id);
-    return id;
+    next[id].memo[0] = NO_CLASS;
 }
 
 /*
- * The class at the next order of an n-gram of class `c` followed by `unit`, new ids dense from *classes. Each class
- * remembers the continuation of its first member, so the members that continue alike (a passage that repeats)
- * touch no table; the others look the pair up in the direct table while classes * alphabet fits it, else in the
- * hash table. Only the side counted first creates classes; `find` looks one up for the other side (NO_CLASS: the
- * first side has no such n-gram).
+ * The one class-refinement step of the kernel (counting.c, systems.c, corpus_ids.c): the class at the next order of
+ * an n-gram of class `c` followed by `unit`, a new id (*ids, counted up) for a pair not seen before. `memo` is the
+ * class's [the unit its first member continued with, or NO_CLASS; the class that made]: the members that continue
+ * alike (a passage that repeats) touch no table, and a class's first continuation is kept in the memo alone. The
+ * others look the pair up in the direct table when given one (`direct`: slot c * alphabet + unit, valid while
+ * stamped `stamp`), else in the pair table. With `find` nothing is created: a pair not there is NO_CLASS (the
+ * side counted second looks up only what the first has). NO_CLASS too when a growing pair table is out of memory.
+ * A new class's ClassInfo at the next order is cleared when `next` is given.
  */
+static inline uint32_t refine(uint32_t memo[2], PairTable *pairs, DirectSlot *direct, uint32_t stamp,
+                              uint32_t alphabet, uint32_t c, uint32_t unit, uint32_t *ids, int find,
+                              ClassInfo *next) {
+    if (memo[0] == unit) return memo[1];
+    uint32_t id;
+    if (memo[0] == NO_CLASS) {
+        if (find) return NO_CLASS;
+        memo[0] = unit;
+        id = memo[1] = (*ids)++;
+    } else if (direct != NULL) {
+        DirectSlot *slot = &direct[c * alphabet + unit];
+        if (slot->stamp == stamp) return slot->value;
+        if (find) return NO_CLASS;
+        slot->stamp = stamp;
+        id = slot->value = (*ids)++;
+    } else {
+        if (find) return find_pair(pairs, c, unit);
+        const uint32_t fresh = *ids;
+        id = intern_pair(pairs, c, unit, ids);
+        if (id != fresh) return id;
+    }
+    if (next != NULL) clear_class(next, id);
+    return id;
+}
+
+/* refine for one segment's classes (counting.c, systems.c): the direct table while classes * alphabet fits it
+   (`direct`), a new class of the next order cleared. */
 static inline uint32_t continuation(Work *work, int direct, uint32_t alphabet, ClassInfo *now, ClassInfo *next,
                                     uint32_t c, uint32_t unit, uint32_t *classes, int find) {
-    if (now[c].memo_unit == unit) return now[c].memo_class;
-    if (now[c].memo_unit == NO_CLASS) {
-        if (find) return NO_CLASS;
-        now[c].memo_unit = unit;
-        return now[c].memo_class = new_class(next, classes);
-    }
-    if (direct) {
-        DirectSlot *slot = &work->direct[c * alphabet + unit];
-        if (slot->stamp != work->direct_stamp) {
-            if (find) return NO_CLASS;
-            slot->stamp = work->direct_stamp;
-            slot->value = new_class(next, classes);
-        }
-        return slot->value;
-    }
-    if (find) return find_pair(work, c, unit);
-    const uint32_t fresh = *classes, child = intern_pair(work, c, unit, classes);
-    if (child == fresh) clear_class(next, child);
-    return child;
+    return refine(now[c].memo, &work->pairs, direct ? work->direct : NULL, work->direct_stamp, alphabet, c, unit,
+                  classes, find, next);
 }
 
 /* Code points as dense ranks, in place, equal code points equal ranks (continuing the numbering from *ranks). */

@@ -5,13 +5,15 @@
  *
  * Built as a wavefront on several threads: each kind (characters, words) is a chain of stages, its units (stage 0)
  * then orders 1, 2, ..., over chunks of texts; stage s of chunk k runs once stage s of chunk k - 1 and stage s - 1 of
- * chunk k are done. Each order has a table of its own, (class below, unit) -> class, touched only by that order's
- * stage, chunk after chunk in text order: the ids are exactly one thread's, whatever the number of threads. A class
- * remembers the unit its first member continued with, so near-identical texts (MBR samples) rarely reach the table.
+ * chunk k are done. Each order has a pair table of its own, (class below, unit) -> class, touched only by that
+ * order's stage, chunk after chunk in text order: the ids are exactly one thread's, whatever the number of threads.
+ * A class's next-order class comes from the kernel's one refinement step (classes.h: refine), whose memo of the
+ * first continuation keeps near-identical texts (MBR samples) away from the table.
  * Only the calling thread pauses. No Python here.
  */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime under -std=c99 */
 
+#include "classes.h"
 #include "mbr.h"
 
 #include <errno.h>
@@ -24,22 +26,14 @@
 #define CHUNK_POINTS 8192u          /* code points per chunk of texts (at least one text) */
 #define THREADED_CHUNKS 4           /* fewer chunks: one thread builds (starting threads would cost more) */
 #define LONGEST_THREADED (1u << 20) /* a longer text: one thread, the caller's, which pauses within it */
-#define FIRST_SLOTS 64              /* a table's slots at first, doubled when half full */
-#define EMPTY_KEY UINT64_MAX        /* no (class, unit) key: a unit is never NO_CLASS */
 #define IDLE_NANOSECONDS 20000000L  /* how often the calling thread pauses while it waits for the others */
 #define IDLE_SPINS 256              /* looks for a free stage (yielding between) before a thread sleeps */
 
-typedef struct {
-    uint64_t key; /* class below << 32 | unit */
-    uint32_t value, unused;
-} IdSlot;
-
 /* One order's state, touched only by its stage, one chunk at a time. */
 typedef struct {
-    IdSlot *slots;
-    size_t mask, used; /* slots - 1 (slots: a power of two); keys held */
-    uint32_t *memo;    /* per class below, two values: the unit its first member continued with (or NO_CLASS), and
-                          the class that made */
+    PairTable pairs; /* (class below, unit) -> class, growing */
+    uint32_t *memo;  /* per class below, refine's memo: the unit its first member continued with (or NO_CLASS), and
+                        the class that made */
     size_t memo_room;
     uint32_t ids; /* classes so far */
     uint32_t *counts; /* with column counts: per class, its occurrences in the column texts */
@@ -83,53 +77,12 @@ static int room_for(uint32_t **values, size_t *room, size_t count, int fill) {
     return 0;
 }
 
-static int table_grow(Order *order) {
-    const size_t slots = order->slots != NULL ? 2 * (order->mask + 1) : FIRST_SLOTS;
-    IdSlot *grown = malloc(slots * sizeof(IdSlot));
-    if (grown == NULL) return -1;
-    for (size_t i = 0; i < slots; i++) grown[i].key = EMPTY_KEY;
-    for (size_t i = 0; order->slots != NULL && i <= order->mask; i++) {
-        if (order->slots[i].key == EMPTY_KEY) continue;
-        size_t at = (size_t)mix64(order->slots[i].key) & (slots - 1);
-        while (grown[at].key != EMPTY_KEY) at = (at + 1) & (slots - 1);
-        grown[at] = order->slots[i];
-    }
-    free(order->slots);
-    order->slots = grown;
-    order->mask = slots - 1;
-    return 0;
-}
-
-static inline uint32_t new_id(Order *order, int count_columns) {
-    if (count_columns && room_for(&order->counts, &order->counts_room, (size_t)order->ids + 1, 0) < 0) return NO_CLASS;
-    return order->ids++;
-}
-
-/* The class of an n-gram of class `below` (NO_CLASS at order 1) followed by `unit`; NO_CLASS when out of memory. */
-static inline uint32_t class_of(Order *order, uint32_t below, uint32_t unit, int count_columns) {
-    if (below != NO_CLASS) {
-        uint32_t *memo = order->memo + 2 * (size_t)below;
-        if (memo[0] == unit) return memo[1];
-        if (memo[0] == NO_CLASS) { /* the class's first continuation: new, and kept in the memo alone */
-            memo[0] = unit;
-            return memo[1] = new_id(order, count_columns);
-        }
-    }
-    const uint64_t key = (uint64_t)below << 32 | unit;
-    size_t at = (size_t)mix64(key) & order->mask;
-    for (; order->slots[at].key != EMPTY_KEY; at = (at + 1) & order->mask)
-        if (order->slots[at].key == key) return order->slots[at].value;
-    if (2 * (order->used + 1) > order->mask + 1) { /* at most half full */
-        if (table_grow(order) < 0) return NO_CLASS;
-        for (at = (size_t)mix64(key) & order->mask; order->slots[at].key != EMPTY_KEY; at = (at + 1) & order->mask) {
-        }
-    }
-    const uint32_t id = new_id(order, count_columns);
-    if (id != NO_CLASS) {
-        order->slots[at] = (IdSlot){key, id, 0};
-        order->used++;
-    }
-    return id;
+/* The class of an n-gram of class `below` (NO_CLASS at order 1: then the unit's own class) followed by `unit`, by
+   the kernel's one refinement step; NO_CLASS when out of memory. */
+static inline uint32_t class_of(Order *order, uint32_t below, uint32_t unit) {
+    return below != NO_CLASS ? refine(order->memo + 2 * (size_t)below, &order->pairs, NULL, 0, 0, below, unit,
+                                      &order->ids, 0, NULL)
+                             : intern_pair(&order->pairs, NO_CLASS, unit, &order->ids);
 }
 
 /* Whether to stop: asked on the calling thread only, after about 2^20 units of its own. */
@@ -171,15 +124,17 @@ static int order_stage(Build *b, int kind, int n, size_t k, uint32_t below_ids, 
     uint32_t *now = corpus->classes[kind] + (size_t)(n - 1) * stride;
     const uint32_t *below = n > 1 ? now - stride : NULL, *units = corpus->units[kind] + (n - 1);
     int status = (n > 1 && room_for(&order.memo, &order.memo_room, 2 * (size_t)below_ids, 0xFF) < 0) ||
-                 (order.slots == NULL && table_grow(&order) < 0) ? -1 : 0;
+                 (order.pairs.slots == NULL && pair_table_grow(&order.pairs) < 0) ? -1 : 0;
     for (size_t t = b->chunk_first[k]; status == 0 && t < b->chunk_first[k + 1]; t++) {
         const size_t from = corpus->unit_start[kind][t], to = corpus->unit_start[kind][t + 1];
         const int column = b->count_columns && t >= corpus->first_column;
         const size_t last = to - from >= (size_t)n ? to - (size_t)(n - 1) : from; /* n-grams start before it */
+        if (column && room_for(&order.counts, &order.counts_room, (size_t)order.ids + (last - from) + 1, 0) < 0)
+            status = -1; /* room for a count per class the text can make */
         for (size_t part = from; status == 0 && part < last; part += POLL_MASK + 1) { /* pausing within a text */
             const size_t end = last - part > POLL_MASK + 1 ? part + POLL_MASK + 1 : last;
             for (size_t i = part; i < end; i++) {
-                const uint32_t id = class_of(&order, below != NULL ? below[i] : NO_CLASS, units[i], b->count_columns);
+                const uint32_t id = class_of(&order, below != NULL ? below[i] : NO_CLASS, units[i]);
                 if (id == NO_CLASS) {
                     status = -1;
                     break;
@@ -320,8 +275,8 @@ static int build_ids(Build *b, size_t counted, int threads) {
     if (b->chunks < THREADED_CHUNKS || longest > LONGEST_THREADED) threads = 1;
     const int stages = (b->orders[0] ? b->orders[0] + 1 : 0) + (b->orders[1] ? b->orders[1] + 1 : 0);
     b->threads = threads < stages ? threads : stages; /* more would find no stage free */
-    b->tokens.interrupted = b->threads == 1 ? b->pause : NULL; /* the tokenizer pauses on the calling thread only */
-    b->tokens.interrupted_context = b->context;
+    b->tokens.pause = b->threads == 1 ? b->pause : NULL; /* the tokenizer pauses on the calling thread only */
+    b->tokens.pause_context = b->context;
     for (int kind = 0; kind < 2; kind++)
         if (b->orders[kind]) b->remaining += b->chunks * (size_t)(b->orders[kind] + 1);
     if (pthread_mutex_init(&b->lock, NULL) != 0) return -1;
@@ -390,6 +345,8 @@ int corpus_build(Corpus *corpus, const Texts *texts, const Scoring *scoring, int
                  .keep_whitespace = scoring->keep_whitespace, .count_columns = count_columns, .pause = pause,
                  .context = context};
     int status = -1;
+    for (int kind = 0; kind < 2; kind++)
+        for (int o = 0; o < MAX_ORDERS; o++) b->order[kind][o].pairs.grows = 1;
     for (int kind = 0; kind < 2; kind++) {
         if (!b->orders[kind]) continue;
         corpus->stride[kind] = points;
@@ -407,7 +364,7 @@ int corpus_build(Corpus *corpus, const Texts *texts, const Scoring *scoring, int
 done:
     for (int kind = 0; kind < 2; kind++)
         for (int o = 0; o < MAX_ORDERS; o++) {
-            free(b->order[kind][o].slots);
+            free(b->order[kind][o].pairs.slots);
             free(b->order[kind][o].memo);
             free(b->order[kind][o].counts);
         }
@@ -416,4 +373,15 @@ done:
     free(b);
     if (status != 0) corpus_free(corpus);
     return status;
+}
+
+void corpus_free(Corpus *corpus) {
+    for (int kind = 0; kind < 2; kind++) {
+        free(corpus->unit_start[kind]);
+        free(corpus->units[kind]);
+        free(corpus->classes[kind]);
+    }
+    free(corpus->column_counts);
+    free(corpus->totals);
+    memset(corpus, 0, sizeof *corpus);
 }

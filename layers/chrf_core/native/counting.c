@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SETTLED 0xFFFFFFFEu  /* memo_unit of a class whose members all continue alike to the top order */
+#define SETTLED 0xFFFFFFFEu  /* memo[0] of a class whose members all continue alike to the top order */
 #define ALIKE 0xFFFFFFFDu    /* while looking ahead: every member seen so far continues like the first */
 #define BRANCHES 0xFFFFFFFCu /* while looking ahead: some member continues differently or runs out */
 #define LOOK_AHEAD_FROM 1024 /* positions: fewer than this, looking ahead cannot save much */
@@ -36,7 +36,7 @@ typedef struct {
 /*
  * Look ahead from order n: a class whose members (on both sides) all continue with the same units up to the top
  * order keeps exactly its members at every higher order, so it matches min(count, count) at each of them. Such
- * classes are settled at once (their memo_unit becomes SETTLED, the others' NO_CLASS) instead of being carried
+ * classes are settled at once (their memo[0] becomes SETTLED, the others' NO_CLASS) instead of being carried
  * through one pass per order: a passage that repeats costs one comparison of its positions. Returns how many
  * positions were settled. Unique pairs are left to the pass, which settles them exactly.
  */
@@ -47,19 +47,19 @@ static size_t settle_alike(ClassInfo *info, uint32_t classes, const Sides *s, in
             uint32_t i = s->alive[side][k], c = s->cls[side][i];
             if (!info[c].count[0] || !info[c].count[1] || (info[c].count[0] == 1 && info[c].count[1] == 1)) continue;
             if (i + (size_t)orders > s->lengths[side]) {
-                info[c].memo_unit = BRANCHES;
+                info[c].memo[0] = BRANCHES;
                 continue;
             }
-            if (side == 0 && info[c].memo_unit == NO_CLASS) { /* the first member on side 0 leads */
-                info[c].memo_unit = ALIKE;
-                info[c].memo_class = i;
+            if (side == 0 && info[c].memo[0] == NO_CLASS) { /* the first member on side 0 leads */
+                info[c].memo[0] = ALIKE;
+                info[c].memo[1] = i;
                 continue;
             }
-            if (info[c].memo_unit != ALIKE) continue;
-            const uint32_t *mine = s->units[side] + i + n, *first = s->units[0] + info[c].memo_class + n;
+            if (info[c].memo[0] != ALIKE) continue;
+            const uint32_t *mine = s->units[side] + i + n, *first = s->units[0] + info[c].memo[1] + n;
             for (size_t d = 0; d < width; d++) {
                 if (mine[d] != first[d]) {
-                    info[c].memo_unit = BRANCHES;
+                    info[c].memo[0] = BRANCHES;
                     break;
                 }
             }
@@ -67,14 +67,14 @@ static size_t settle_alike(ClassInfo *info, uint32_t classes, const Sides *s, in
     }
     size_t settled = 0;
     for (uint32_t c = 0; c < classes; c++) {
-        if (info[c].memo_unit == ALIKE) {
+        if (info[c].memo[0] == ALIKE) {
             uint32_t both = info[c].count[0] < info[c].count[1] ? info[c].count[0] : info[c].count[1];
             paired[n + 1] += both;
             paired[orders + 1] -= both;
             settled += info[c].count[0] + info[c].count[1];
-            info[c].memo_unit = SETTLED;
+            info[c].memo[0] = SETTLED;
         } else {
-            info[c].memo_unit = NO_CLASS;
+            info[c].memo[0] = NO_CLASS;
         }
     }
     return settled;
@@ -89,7 +89,7 @@ static int classes_of_units(Work *work, Sides *s, uint32_t *classes) {
     const uint32_t distinct = s->first_units;
     for (uint32_t c = 0; c < distinct; c++) {
         info[c].count[0] = info[c].count[1] = 0;
-        info[c].memo_unit = NO_CLASS;
+        info[c].memo[0] = NO_CLASS;
     }
     for (int side = 0; side < 2; side++)
         for (size_t i = 0; i < s->lengths[side]; i++)
@@ -153,7 +153,7 @@ static int count_by_code(Work *work, Sides *s, uint32_t alphabet, int orders, in
         if (histogram_a[c] && histogram_b[c]) {
             info[shared].count[0] = histogram_a[c];
             info[shared].count[1] = histogram_b[c];
-            info[shared].memo_unit = NO_CLASS;
+            info[shared].memo[0] = NO_CLASS;
             histogram_a[c] = shared++; /* from here on: the code's class, or NO_CLASS */
         } else {
             histogram_a[c] = NO_CLASS;
@@ -178,6 +178,37 @@ static int count_by_code(Work *work, Sides *s, uint32_t alphabet, int orders, in
     return shared ? start : 0;
 }
 
+/* Both sides the same units: every n-gram matches, and no class need be built. */
+static int identical_sides(const Sides *s) {
+    return s->lengths[0] == s->lengths[1] && memcmp(s->units[0], s->units[1], s->lengths[0] * sizeof(uint32_t)) == 0;
+}
+
+/*
+ * Whether to look ahead from order n (settle_alike): only with two orders or more still to count (n + 2 <= orders),
+ * enough positions alive for a pass to cost more than the look-ahead (LOOK_AHEAD_FROM), fewer than half of those
+ * alive when a look-ahead last settled little (look_ahead_below), and when the last order hardly branched (at most
+ * 1/8 more classes than the order before): then the classes are mostly passages that repeat, which continue alike to
+ * the top order.
+ */
+static int worth_looking_ahead(int n, int orders, size_t alive, size_t look_ahead_below, uint32_t classes,
+                               uint32_t classes_before) {
+    return n >= 2 && n + 2 <= orders && alive >= LOOK_AHEAD_FROM && alive < look_ahead_below &&
+           8 * (size_t)classes <= 9 * (size_t)classes_before;
+}
+
+/* A unique pair (position i of side 0, j of side 1, alike through order n): for how many more orders, up to the top
+   one, the two sequences continue alike. */
+static size_t alike_beyond(const Sides *s, size_t i, size_t j, int n, int orders) {
+    const uint32_t *a = s->units[0] + i + n, *b = s->units[1] + j + n;
+    const size_t room_a = s->lengths[0] - i - (size_t)n, room_b = s->lengths[1] - j - (size_t)n;
+    size_t limit = (size_t)(orders - n);
+    if (room_a < limit) limit = room_a;
+    if (room_b < limit) limit = room_b;
+    size_t same = 0;
+    while (same < limit && a[same] == b[same]) same++;
+    return same;
+}
+
 /*
  * Add the counts of orders 1..orders of one segment to out[3 * (n - 1) + {0, 1, 2}] (hypothesis n-grams, reference
  * n-grams, clipped matches). s->units[0] and s->units[1] hold the two sides (side 0 the hypothesis unless `swap`)
@@ -199,7 +230,7 @@ static int count_orders(Work *work, Sides s, int swap, uint32_t alphabet, int or
         out[3 * (n - 1) + 1] += length_r >= (size_t)n ? (int64_t)(length_r - n + 1) : 0;
     }
     if (length_h == 0 || length_r == 0) return 0;
-    if (length_h == length_r && memcmp(s.units[0], s.units[1], length_h * sizeof(uint32_t)) == 0) {
+    if (identical_sides(&s)) {
         for (int n = 1; n <= orders && (size_t)n <= length_h; n++) out[3 * (n - 1) + 2] += (int64_t)(length_h - n + 1);
         return 0;
     }
@@ -226,29 +257,24 @@ static int count_orders(Work *work, Sides s, int swap, uint32_t alphabet, int or
         out[3 * (n - 1) + 2] += matches;
         if (matches == 0 || n == orders) break;
         const size_t alive_count = s.alive_counts[0] + s.alive_counts[1];
-        if (n >= 2 && n + 2 <= orders && alive_count >= LOOK_AHEAD_FROM && alive_count < look_ahead_below &&
-            8 * (size_t)classes <= 9 * (size_t)classes_before) { /* the last order hardly branched */
-            if (2 * settle_alike(info, classes, &s, n, orders, paired) < alive_count) look_ahead_below = alive_count / 2;
-        }
+        if (worth_looking_ahead(n, orders, alive_count, look_ahead_below, classes, classes_before) &&
+            2 * settle_alike(info, classes, &s, n, orders, paired) < alive_count)
+            look_ahead_below = alive_count / 2;
         classes_before = classes;
-        const int direct = (uint64_t)classes * alphabet <= DIRECT_SLOTS;
+        const int direct = (uint64_t)classes * alphabet <= DIRECT_SLOTS; /* (class, unit) indexes it: no hashing */
         if (direct)
             new_direct_generation(work);
         else
-            table_generation(work, s.alive_counts[0]);
+            pair_table_generation(&work->pairs, s.alive_counts[0]);
         uint32_t next_classes = 0;
         size_t kept_a = 0, kept_b = 0;
         for (size_t k = 0; k < s.alive_counts[0]; k++) {
             if (poll(work, k)) return -1;
             uint32_t i = alive_a[k], c = cls_a[i];
-            if (!info[c].count[1] || i + (size_t)n >= length_a || info[c].memo_unit == SETTLED) continue;
-            if (info[c].count[0] == 1 && info[c].count[1] == 1) {
-                size_t j = partner[c], same = 0;
-                while (n + (int)same < orders && i + n + same < length_a && j + n + same < length_b &&
-                       units_a[i + n + same] == units_b[j + n + same])
-                    same++;
+            if (!info[c].count[1] || i + (size_t)n >= length_a || info[c].memo[0] == SETTLED) continue;
+            if (info[c].count[0] == 1 && info[c].count[1] == 1) { /* a unique pair: settled here, off the passes */
                 paired[n + 1] += 1;
-                paired[n + 1 + same] -= 1;
+                paired[n + 1 + alike_beyond(&s, i, partner[c], n, orders)] -= 1;
                 continue;
             }
             uint32_t child = continuation(work, direct, alphabet, info, next, c, units_a[i + n], &next_classes, 0);
@@ -260,7 +286,7 @@ static int count_orders(Work *work, Sides s, int swap, uint32_t alphabet, int or
             if (poll(work, k)) return -1;
             uint32_t j = alive_b[k], c = cls_b[j];
             if (!info[c].count[0] || j + (size_t)n >= length_b || (info[c].count[0] == 1 && info[c].count[1] == 1) ||
-                info[c].memo_unit == SETTLED)
+                info[c].memo[0] == SETTLED)
                 continue;
             uint32_t child = continuation(work, direct, alphabet, info, next, c, units_b[j + n], &next_classes, 1);
             if (child == NO_CLASS) continue;

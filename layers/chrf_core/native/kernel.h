@@ -1,15 +1,28 @@
 /*
  * chrf_core._kernel: the per-order n-gram counts of chrF / chrF++ in C, and the pairwise scores of MBR decoding.
  *
- * C99, libc only. counting.c counts one segment's n-grams, systems.c one reference against several systems'
- * hypotheses (what they share is in classes.h), and tables.c holds their tables, buffers and tokenizer (no Python.h
- * in any: texts come in as code points); for minimum Bayes risk decoding (mbr.h), corpus_ids.c counts every text's
- * n-grams once on several threads, corpus.c runs the threads that score, pairwise.c scores every hypothesis against
- * every reference, aggregate.c against the references' summed counts, and scores.c computes the scores in
- * double-double arithmetic (double2.h); module.c and module_mbr.c are the CPython glue (Limited API 3.11, so one
- * _kernel.abi3.so serves every Python from 3.11 on). They count exactly
- * what chrf_core's pure-Python kernel counts: code points, the contract's whitespace removal, chrF++.py word tokens,
- * clipped matches, sums over segments.
+ * C99, libc only below the glue; texts come in as code points. They count exactly what chrf_core's pure-Python kernel
+ * counts: code points, the contract's whitespace removal, chrF++.py word tokens, clipped matches, sums over segments.
+ * The files in reading order, each calling and including only those above it:
+ *
+ *   1. kernel.h      the shared types: Work (one call's buffers), the pause convention, the pair table's type
+ *   2. tables.c      the one pair table, the word token table and chrF++.py's tokenizer, the buffers
+ *   3. classes.h     the one class-refinement step (refine: memo, direct table, pair table) and dense ranks
+ *   4. counting.c    one hypothesis against one reference, order by order over the positions that can still match
+ *   5. systems.c     one reference against several systems' hypotheses, the reference counted once
+ *   6. double2.h     double-double arithmetic
+ *   7. mbr.h         minimum Bayes risk decoding's types: the texts, the corpus, a run, the row pool
+ *   8. scores.c      scores in double-double, rounded once, undecided ones flagged for exact computation
+ *   9. threads.c     the row pool: a task over rows in chunks on several threads
+ *  10. corpus_ids.c  the corpus builder: every text's n-grams as class ids, a wavefront on several threads
+ *  11. corpus.c      an MBR call's run: the corpus and each thread's scratch, begun and ended; distinct n-grams
+ *  12. pairwise.c    every hypothesis against every reference, through the references' postings
+ *  13. aggregate.c   every hypothesis against the references' summed (or weighted) counts
+ *  14. module.h      the CPython glue's shared part (Limited API 3.11: one _kernel.abi3.so for Python 3.11 on)
+ *  15. module_mbr.c  the MBR entry points: texts copied out once, the work done without the GIL
+ *  16. module.c      the module: counting's entry points, and its method table
+ *
+ * (tests/unit/test_kernel_files.py holds the files to this order.)
  */
 #ifndef CHRF_KERNEL_H
 #define CHRF_KERNEL_H
@@ -29,6 +42,18 @@ typedef struct {
     uint32_t first, second, value, stamp;
 } Slot;
 
+/* The kernel's one hash table: (first, second) -> value, open addressing with linear probing, keys compared exactly,
+   hashes seeded per process (mix64). A new generation empties it at once (slots count only while stamped with the
+   table's stamp). Counting sizes each generation for its keys; a table that `grows` (the MBR corpus's, whose keys
+   are not known in advance) doubles whenever it would be more than half full. */
+typedef struct {
+    Slot *slots;
+    size_t room;          /* slots allocated */
+    uint32_t size, stamp; /* slots of this generation, and its stamp */
+    size_t used;          /* keys added in this generation */
+    int grows;
+} PairTable;
+
 /* A word token by content: where its code points are (an offset from the table's base), its id. */
 typedef struct {
     uint32_t hash, offset, length, value, stamp;
@@ -38,15 +63,15 @@ typedef struct {
     uint32_t stamp, value;
 } DirectSlot;
 
-/* Asked now and then during long passes (with the context it was given): nonzero stops the work, whose caller
-   then reports why (Ctrl-C). NULL never stops. */
+/* The one pause convention: asked now and then during long passes (with the context it was given), about every
+   POLL_MASK + 1 units of work; nonzero stops the work, whose caller then reports why (Ctrl-C). NULL never stops. */
 typedef int (*Pause)(void *context);
 
 /* What one order keeps per class, side by side so that a position touches one cache line for its class. */
 typedef struct {
     uint32_t count[2];   /* occurrences on the side counted first [0] and the other side [1] */
-    uint32_t memo_unit;  /* the unit its first continuing member continues with, or NO_CLASS */
-    uint32_t memo_class; /* the class of that continuation at the next order */
+    uint32_t memo[2];    /* the unit its first continuing member continues with (or NO_CLASS), and the class of that
+                            continuation at the next order (classes.h: refine) */
 } ClassInfo;
 
 /*
@@ -63,9 +88,7 @@ typedef struct {
     ClassInfo *info[2]; /* [this order's, the next order's] */
     uint32_t *partner[2];
     size_t positions, tokens_room, classes_room; /* capacities */
-    Slot *table;
-    size_t table_room;
-    uint32_t slots, stamp;
+    PairTable pairs;
     TokenSlot *tokens;
     size_t token_room;
     uint32_t token_slots, token_stamp;
@@ -75,8 +98,8 @@ typedef struct {
     uint32_t *histogram[2]; /* per side: DIRECT_SLOTS occurrence counts indexed by n-gram code, kept cleared */
     DirectSlot *ranks;      /* code point -> dense rank, CODE_POINTS slots touched only as far as used */
     uint32_t rank_stamp;
-    Pause interrupted; /* polled during long passes, with interrupted_context: nonzero stops the count */
-    void *interrupted_context;
+    Pause pause; /* asked during long passes (poll, stop_after), with pause_context: nonzero stops the count */
+    void *pause_context;
 } Work;
 
 extern uint64_t hash_seed;
@@ -93,15 +116,24 @@ static inline uint64_t mix64(uint64_t x) {
 }
 
 
-#define POLL_MASK 0xFFFFFu /* positions between two polls for an interruption */
+#define POLL_MASK 0xFFFFFu /* units of work (code points, n-grams, pairs) between two looks at the pause, less one */
 
+/* Whether to stop, in a loop over positions: asked once every POLL_MASK + 1 positions. */
 static inline int poll(Work *work, size_t done) {
-    return ((done + 1) & POLL_MASK) == 0 && work->interrupted != NULL && work->interrupted(work->interrupted_context);
+    return ((done + 1) & POLL_MASK) == 0 && work->pause != NULL && work->pause(work->pause_context);
 }
 
 /* After a pass over `size` units: whether to stop (only passes long enough to delay an interruption look). */
 static inline int stop_after(Work *work, size_t size) {
-    return size > POLL_MASK && work->interrupted != NULL && work->interrupted(work->interrupted_context);
+    return size > POLL_MASK && work->pause != NULL && work->pause(work->pause_context);
+}
+
+/* Whether to stop, where work comes in uneven steps (`done` units so far): asked once `done` has passed *next, which
+   then moves on by POLL_MASK + 1. */
+static inline int pause_now(size_t done, size_t *next, Pause pause, void *context) {
+    if (done < *next) return 0;
+    *next = done + POLL_MASK + 1;
+    return pause != NULL && pause(context);
 }
 
 static inline int is_space(uint32_t c) {
@@ -113,12 +145,16 @@ static inline int is_space(uint32_t c) {
            c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
 }
 
-/* The pair table, sized for `keys` distinct keys (0 or -1: no memory), and a fresh generation of it. */
-int table_reserve(Work *work, size_t keys);
-void table_generation(Work *work, size_t keys);
-uint32_t intern_pair(Work *work, uint32_t first, uint32_t second, uint32_t *classes);
-/* The value of (first, second) in the pair table, or NO_CLASS. */
-uint32_t find_pair(const Work *work, uint32_t first, uint32_t second);
+/* A pair table's room for `keys` distinct keys (0, or -1: no memory), and a fresh generation sized for them. */
+int pair_table_reserve(PairTable *table, size_t keys);
+void pair_table_generation(PairTable *table, size_t keys);
+/* A growing table twice as large (the first: 64 slots), its keys kept. 0, or -1 when out of memory. */
+int pair_table_grow(PairTable *table);
+/* The value of (first, second), added as the next id (*ids, then counted up) if the table lacks it; NO_CLASS when a
+   growing table is out of memory. */
+uint32_t intern_pair(PairTable *table, uint32_t first, uint32_t second, uint32_t *ids);
+/* The value of (first, second), or NO_CLASS. */
+uint32_t find_pair(const PairTable *table, uint32_t first, uint32_t second);
 /* The token table for texts at `base` holding up to `tokens` distinct tokens, a fresh generation of it, and
    chrF++.py's separate_punctuation over text[0..length) (text within base): token ids into ids, their number. */
 int tokens_reserve(Work *work, size_t tokens);

@@ -1,5 +1,6 @@
 /* Minimum Bayes risk decoding: many texts scored against many (pairwise.c, aggregate.c), from every text's n-grams
-   counted once (corpus_ids.c, corpus.c), with scores in double-double arithmetic (scores.c), on several threads. No Python here. */
+   counted once (corpus_ids.c builds the corpus, corpus.c begins and ends a run), with scores in double-double
+   arithmetic (scores.c), rows on several threads (threads.c). No Python here. */
 #ifndef CHRF_MBR_H
 #define CHRF_MBR_H
 
@@ -114,8 +115,6 @@ typedef struct {
    said stop; -1 when out of memory; run_end in any case. */
 int run_begin(Run *run, const Texts *texts, const Scoring *scoring, int threads, int count_columns, size_t matches,
               Pause pause, void *context);
-/* Whether to stop: asks the pause once `done` has passed *next (then moves *next on by 2^20 units). */
-int pause_now(size_t done, size_t *next, Pause pause, void *context);
 /* The threads' flagged indices appended to `flagged` while status is 0 (out of memory makes it -1), everything
    freed; the status. */
 int run_end(Run *run, Flagged *flagged, int status);

@@ -11,18 +11,12 @@
 
 #include "kernel.h"
 
-#define POLL_POINTS (1u << 20)      /* code points counted between two looks for a pending signal */
 #define KEEP_POSITIONS (1u << 19)   /* buffers kept between calls up to this many positions, else given back */
 
 /* Kept between calls (the GIL serialises them), so repeated requests reuse warm memory instead of allocating and
    clearing tables each time. */
 static Work shared_work;
 static int shared_work_busy = 0;
-
-int signalled(void *context) {
-    (void)context;
-    return PyErr_CheckSignals() < 0;
-}
 
 /* The shared buffers, or when a call is already using them (a sequence whose __getitem__ runs Python code could
    call back in), `own`, emptied, for this call alone. */
@@ -34,7 +28,7 @@ static Work *acquire_work(Work *own) {
     } else {
         memset(own, 0, sizeof *own);
     }
-    work->interrupted = signalled;
+    work->pause = signalled;
     return work;
 }
 
@@ -139,19 +133,16 @@ static PyObject *count(PyObject *module, PyObject *args) {
     Work own_work;
     Work *work = acquire_work(&own_work);
     int failed = 0;
-    size_t unpolled = 0;
+    size_t read = 0, next_pause = POLL_MASK + 1; /* code points read */
     for (Py_ssize_t index = 0; index < segments && !failed; index++) {
         size_t lengths[2];
         if (load_segment(work, sides, side_names, 2, index, word_order > 0, 0, held, lengths) < 0) {
             failed = 1;
             break;
         }
-        if ((unpolled += lengths[0] + lengths[1] + 1) >= POLL_POINTS) {
-            unpolled = 0;
-            if (signalled(NULL)) {
-                failed = 1;
-                break;
-            }
+        if (pause_now(read += lengths[0] + lengths[1] + 1, &next_pause, signalled, NULL)) {
+            failed = 1;
+            break;
         }
         memset(segment, 0, row * sizeof(int64_t));
         if (count_segment(work, lengths[0], lengths[1], char_order, word_order, keep_whitespace, segment) < 0) {
@@ -235,19 +226,16 @@ static PyObject *count_systems_of(PyObject *module, PyObject *args) {
     Work own_work;
     Work *work = acquire_work(&own_work);
     int failed = 0;
-    size_t unpolled = 0;
+    size_t read = 0, next_pause = POLL_MASK + 1; /* code points read */
     for (Py_ssize_t index = 0; index < segments && !failed; index++) {
         if (load_segment(work, sequences, names, texts, index, word_order > 0, 1, held, lengths) < 0) {
             failed = 1;
             break;
         }
-        for (size_t k = 0; k < texts; k++) unpolled += lengths[k] + 1;
-        if (unpolled >= POLL_POINTS) {
-            unpolled = 0;
-            if (signalled(NULL)) {
-                failed = 1;
-                break;
-            }
+        for (size_t k = 0; k < texts; k++) read += lengths[k] + 1;
+        if (pause_now(read, &next_pause, signalled, NULL)) {
+            failed = 1;
+            break;
         }
         if (count_systems(work, lengths, texts, char_order, word_order, keep_whitespace, lengths + texts, units,
                           rows_data + row * (size_t)index, row * (size_t)segments) < 0)

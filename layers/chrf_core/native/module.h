@@ -11,8 +11,12 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
-/* Nonzero when a signal handler raised (Ctrl-C: KeyboardInterrupt), which then stays set. */
-int signalled(void *context);
+/* The glue's Pause (kernel.h), with the GIL held: nonzero when a signal handler raised (Ctrl-C: KeyboardInterrupt),
+   which then stays set. */
+static inline int signalled(void *context) {
+    (void)context;
+    return PyErr_CheckSignals() < 0;
+}
 
 extern const char pairwise_doc[], aggregate_doc[];
 PyObject *pairwise(PyObject *module, PyObject *args);

@@ -9,16 +9,14 @@
 
 #include "mbr.h"
 
-#define POLL_TEXTS 0xFFFFu /* texts read between two looks for a pending signal, less one */
-
 /* Every text's code points, one after another (hypotheses, then references). -1 with an exception set. */
 static int load_texts(PyObject *sides[2], Py_ssize_t counts[2], uint32_t **points, size_t **start) {
     const size_t texts = (size_t)counts[0] + (size_t)counts[1];
     *start = calloc(texts + 1, sizeof(size_t));
     if (*start == NULL) return PyErr_NoMemory(), -1;
-    size_t total = 0;
+    size_t total = 0, next_pause = POLL_MASK + 1;
     for (size_t t = 0; t < texts; t++) {
-        if ((t & POLL_TEXTS) == POLL_TEXTS && signalled(NULL)) return -1;
+        if (pause_now(t + (*start)[t], &next_pause, signalled, NULL)) return -1; /* texts and code points read */
         int side = t >= (size_t)counts[0];
         Py_ssize_t index = side ? (Py_ssize_t)t - counts[0] : (Py_ssize_t)t;
         PyObject *text = PySequence_GetItem(sides[side], index);
@@ -39,8 +37,9 @@ static int load_texts(PyObject *sides[2], Py_ssize_t counts[2], uint32_t **point
     }
     *points = malloc((total ? total : 1) * sizeof(uint32_t));
     if (*points == NULL) return PyErr_NoMemory(), -1;
+    next_pause = POLL_MASK + 1;
     for (size_t t = 0; t < texts; t++) {
-        if ((t & POLL_TEXTS) == POLL_TEXTS && signalled(NULL)) return -1;
+        if (pause_now(t + (*start)[t], &next_pause, signalled, NULL)) return -1; /* texts and code points read */
         int side = t >= (size_t)counts[0];
         PyObject *text = PySequence_GetItem(sides[side], side ? (Py_ssize_t)t - counts[0] : (Py_ssize_t)t);
         if (text == NULL) return -1;

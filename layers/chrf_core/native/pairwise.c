@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define PAIRS_PER_PAUSE (1u << 18) /* pairs scored between two pauses (for a pending signal) */
+#define PAIRS_PER_PAUSE ((POLL_MASK + 1) / 4) /* pairs scored between two pauses: a pair weighs about 4 units */
 
 typedef struct {
     const Scoring *scoring;
@@ -94,32 +94,31 @@ static int score_rows(void *shared, int worker, size_t from, size_t to) {
     return 0;
 }
 
-/* The references' postings: how many references hold each row, then every reference's distinct rows in reference
-   order; first[row] .. first[row + 1] are the row's. 0, or 1 when the pause said stop. */
+/* The references' postings: how many references hold each row (the first pass), then every reference's distinct
+   rows in reference order (the second); first[row] .. first[row + 1] are the row's. 0, or 1 when the pause said stop. */
 static int build_postings(const Corpus *corpus, size_t columns, int char_order, int orders,
                           Scratch *s, uint32_t *first, Posting *postings, Pause pause, void *context) {
     const size_t all = corpus->base[orders];
     size_t done = 0, next_pause = 0;
-    memset(s->seen, 0xFF, (all + 1) * sizeof(uint32_t));
-    for (size_t j = 0; j < columns; j++) {
-        if (pause_now(done, &next_pause, pause, context)) return 1;
-        size_t distinct = distinct_ngrams(corpus, corpus->first_column + j, char_order, orders, (uint32_t)j, s->seen,
-                                          s->where, s->entries);
-        done += distinct + 1;
-        for (size_t e = 0; e < distinct; e++) first[s->entries[e].reference + 1]++;
-    }
-    for (size_t row = 0; row < all; row++) first[row + 1] += first[row];
-    memset(s->seen, 0xFF, (all + 1) * sizeof(uint32_t));
-    for (size_t j = 0; j < columns; j++) {
-        if (pause_now(done, &next_pause, pause, context)) return 1;
-        size_t distinct = distinct_ngrams(corpus, corpus->first_column + j, char_order, orders, (uint32_t)j, s->seen,
-                                          s->where, s->entries);
-        done += distinct + 1;
-        for (size_t e = 0; e < distinct; e++) {
-            Posting *posting = &postings[first[s->entries[e].reference]++];
-            posting->reference = (uint32_t)j;
-            posting->count = s->entries[e].count;
+    for (int pass = 0; pass < 2; pass++) {
+        memset(s->seen, 0xFF, (all + 1) * sizeof(uint32_t));
+        for (size_t j = 0; j < columns; j++) {
+            if (pause_now(done, &next_pause, pause, context)) return 1;
+            size_t distinct = distinct_ngrams(corpus, corpus->first_column + j, char_order, orders, (uint32_t)j,
+                                              s->seen, s->where, s->entries);
+            done += distinct + 1;
+            for (size_t e = 0; e < distinct; e++) {
+                if (pass == 0) {
+                    first[s->entries[e].reference + 1]++;
+                } else {
+                    Posting *posting = &postings[first[s->entries[e].reference]++];
+                    posting->reference = (uint32_t)j;
+                    posting->count = s->entries[e].count;
+                }
+            }
         }
+        if (pass == 0)
+            for (size_t row = 0; row < all; row++) first[row + 1] += first[row];
     }
     for (size_t row = all; row > 0; row--) first[row] = first[row - 1]; /* back to each row's start */
     first[0] = 0;

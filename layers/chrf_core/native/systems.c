@@ -30,7 +30,7 @@ static void classes_of_units(Work *work, const Shared *t, const size_t *bases, s
     uint32_t *partner = work->partner[0];
     for (uint32_t c = 0; c < t->alphabet; c++) {
         info[c].count[0] = info[c].count[1] = 0;
-        info[c].memo_unit = NO_CLASS;
+        info[c].memo[0] = NO_CLASS;
     }
     for (size_t k = 0; k < t->texts; k++) {
         const uint32_t *units = t->units[k];
@@ -106,7 +106,7 @@ static int count_by_code(Work *work, const Shared *t, const size_t *bases, size_
                 counts_h[code] = ++classes;
                 info[classes - 1].count[0] = counts_r[code];
                 info[classes - 1].count[1] = 0;
-                info[classes - 1].memo_unit = NO_CLASS;
+                info[classes - 1].memo[0] = NO_CLASS;
             }
             if (!k) work->partner[0][counts_h[code] - 1] = (uint32_t)i;
             codes[i] = counts_h[code] - 1;
@@ -193,7 +193,7 @@ static int count_shared(Work *work, const Shared *t, const size_t *bases, size_t
         if (direct)
             new_direct_generation(work);
         else
-            table_generation(work, alive_counts[0]);
+            pair_table_generation(&work->pairs, alive_counts[0]);
         uint32_t next_classes = 0;
         size_t left = 0; /* systems' positions that go on */
         for (size_t k = 0; k < t->texts; k++) {

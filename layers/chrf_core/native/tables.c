@@ -1,6 +1,7 @@
 /*
- * The tables and buffers of counting: the pair table ((class, unit) -> class, open addressing, compared exactly),
- * the word token table (interned by content), chrF++.py's tokenizer, and the per-call buffers (no Python here).
+ * The kernel's one pair table (kernel.h's PairTable, (class, unit) -> class, open addressing, compared exactly:
+ * counting.c, systems.c and corpus_ids.c all use it, through classes.h's refine), the word token table (interned by
+ * content), chrF++.py's tokenizer, and the buffers of counting (no Python here).
  * Hashes are seeded per process (hash_seed), so an attacker cannot build inputs that collide in the tables.
  */
 #include "kernel.h"
@@ -38,40 +39,65 @@ static int grow_zeroed(void **table, size_t *room, size_t count, size_t size) {
 /* Slots for `keys` keys at a load of at most 2/3 (linear probing stays short). */
 static inline size_t slots_for(size_t keys) { return keys + keys / 2 + 16; }
 
-int table_reserve(Work *work, size_t keys) {
-    return grow_zeroed((void **)&work->table, &work->table_room, slots_for(keys), sizeof(Slot));
+/* A pair table's room for `keys` distinct keys, its stamps all 0. 0, or -1 when out of memory. */
+int pair_table_reserve(PairTable *table, size_t keys) {
+    return grow_zeroed((void **)&table->slots, &table->room, slots_for(keys), sizeof(Slot));
 }
 
-void table_generation(Work *work, size_t keys) {
-    work->slots = (uint32_t)slots_for(keys);
-    if (++work->stamp == 0) { /* wrapped after 2^32 generations: clear every stamp once */
-        for (size_t i = 0; i < work->table_room; i++) work->table[i].stamp = 0;
-        work->stamp = 1;
+/* A fresh generation of a reserved table, sized for `keys` keys: empty at once. */
+void pair_table_generation(PairTable *table, size_t keys) {
+    table->size = (uint32_t)slots_for(keys);
+    table->used = 0;
+    if (++table->stamp == 0) { /* wrapped after 2^32 generations: clear every stamp once */
+        for (size_t i = 0; i < table->room; i++) table->slots[i].stamp = 0;
+        table->stamp = 1;
     }
 }
 
 static inline uint32_t slot_of(uint64_t hash, uint32_t slots) { return (uint32_t)(((hash >> 32) * slots) >> 32); }
 
-uint32_t intern_pair(Work *work, uint32_t first, uint32_t second, uint32_t *classes) {
-    uint32_t index = slot_of(mix64(((uint64_t)first << 32) | second), work->slots);
-    for (;;) {
-        Slot *slot = &work->table[index];
-        if (slot->stamp != work->stamp) {
-            *slot = (Slot){first, second, (*classes)++, work->stamp};
-            return slot->value;
-        }
-        if (slot->first == first && slot->second == second) return slot->value;
-        if (++index == work->slots) index = 0;
+/* A growing table twice as large (the first: 64 slots), its keys kept. 0, or -1 when out of memory. */
+int pair_table_grow(PairTable *table) {
+    const uint32_t size = table->slots != NULL ? 2 * table->size : 64;
+    Slot *grown = calloc(size, sizeof(Slot));
+    if (grown == NULL) return -1;
+    for (uint32_t i = 0; table->slots != NULL && i < table->size; i++) {
+        const Slot slot = table->slots[i];
+        if (slot.stamp != table->stamp) continue;
+        uint32_t at = slot_of(mix64(((uint64_t)slot.first << 32) | slot.second), size);
+        while (grown[at].stamp == 1) at = at + 1 == size ? 0 : at + 1;
+        grown[at] = (Slot){slot.first, slot.second, slot.value, 1};
     }
+    free(table->slots);
+    table->slots = grown;
+    table->room = table->size = size;
+    table->stamp = 1;
+    return 0;
 }
 
-uint32_t find_pair(const Work *work, uint32_t first, uint32_t second) {
-    uint32_t index = slot_of(mix64(((uint64_t)first << 32) | second), work->slots);
-    for (;;) {
-        const Slot *slot = &work->table[index];
-        if (slot->stamp != work->stamp) return NO_CLASS;
+uint32_t intern_pair(PairTable *table, uint32_t first, uint32_t second, uint32_t *ids) {
+    uint32_t index = slot_of(mix64(((uint64_t)first << 32) | second), table->size);
+    for (;; index = index + 1 == table->size ? 0 : index + 1) {
+        const Slot *slot = &table->slots[index];
+        if (slot->stamp != table->stamp) break;
         if (slot->first == first && slot->second == second) return slot->value;
-        if (++index == work->slots) index = 0;
+    }
+    if (table->grows && 2 * (table->used + 1) > table->size) {
+        if (pair_table_grow(table) < 0) return NO_CLASS;
+        index = slot_of(mix64(((uint64_t)first << 32) | second), table->size);
+        while (table->slots[index].stamp == table->stamp) index = index + 1 == table->size ? 0 : index + 1;
+    }
+    table->used++;
+    table->slots[index] = (Slot){first, second, (*ids)++, table->stamp};
+    return table->slots[index].value;
+}
+
+uint32_t find_pair(const PairTable *table, uint32_t first, uint32_t second) {
+    uint32_t index = slot_of(mix64(((uint64_t)first << 32) | second), table->size);
+    for (;; index = index + 1 == table->size ? 0 : index + 1) {
+        const Slot *slot = &table->slots[index];
+        if (slot->stamp != table->stamp) return NO_CLASS;
+        if (slot->first == first && slot->second == second) return slot->value;
     }
 }
 
@@ -108,12 +134,9 @@ static inline uint32_t intern_token(Work *work, const uint32_t *text, uint32_t l
 }
 
 size_t tokenize(Work *work, const uint32_t *text, size_t length, uint32_t *ids, uint32_t *tokens) {
-    size_t count = 0, i = 0, next_poll = POLL_MASK;
+    size_t count = 0, i = 0, next_pause = POLL_MASK + 1;
     while (i < length) {
-        if (i >= next_poll) {
-            if (stop_after(work, POLL_MASK + 1)) return TOKENIZE_INTERRUPTED;
-            next_poll = i + POLL_MASK;
-        }
+        if (pause_now(i, &next_pause, work->pause, work->pause_context)) return TOKENIZE_INTERRUPTED;
         while (i < length && is_space(text[i])) i++;
         if (i == length) break;
         size_t start = i;
@@ -157,7 +180,7 @@ int work_reserve(Work *work, size_t positions, size_t texts, size_t shorter, int
         classes = info_room;
     }
     work->classes_room = classes;
-    if (table_reserve(work, shorter) < 0 ||
+    if (pair_table_reserve(&work->pairs, shorter) < 0 ||
         (words && tokens_reserve(work, distinct_tokens_bound(positions, texts)) < 0))
         return -1;
     if (work->direct == NULL && (work->direct = calloc(DIRECT_SLOTS, sizeof(DirectSlot))) == NULL) return -1;
@@ -177,15 +200,15 @@ void work_release(Work *work) {
         free(work->info[k]);
         free(work->partner[k]);
     }
-    free(work->table);
+    free(work->pairs.slots);
     free(work->tokens);
     free(work->direct);
     free(work->histogram[0]);
     free(work->histogram[1]);
     free(work->ranks);
-    Pause interrupted = work->interrupted;
-    void *interrupted_context = work->interrupted_context;
+    Pause pause = work->pause;
+    void *pause_context = work->pause_context;
     memset(work, 0, sizeof *work);
-    work->interrupted = interrupted;
-    work->interrupted_context = interrupted_context;
+    work->pause = pause;
+    work->pause_context = pause_context;
 }

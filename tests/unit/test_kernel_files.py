@@ -1,0 +1,114 @@
+"""The native kernel's files read in one order, the one kernel.h gives: every file includes and calls only files
+above it (so the file graph has no loop), every file is in the order, and the rules the kernel keeps once live in
+one file each (one pair table, one refinement step, one pause convention, one row pool)."""
+
+import re
+
+import pytest
+from support import ROOT
+
+NATIVE = ROOT / "layers" / "chrf_core" / "native"
+ORDER_LINE = re.compile(r"^ \*\s+\d+\.\s+(\S+\.[ch])\s", re.MULTILINE)
+
+
+def reading_order(folder=NATIVE):
+    return ORDER_LINE.findall((folder / "kernel.h").read_text(encoding="utf-8"))
+
+
+def code_of(path):
+    """The file's C without comments and string literals (so that a name in prose or a docstring is no use)."""
+    text = path.read_text(encoding="utf-8")
+    text = re.sub(r"/\*.*?\*/", " ", text, flags=re.DOTALL)
+    text = re.sub(r"//[^\n]*", " ", text)
+    return re.sub(r'"(?:\\.|[^"\\\n])*"', '""', text)
+
+
+def bodies(code):
+    """The functions defined in code: name -> (is static, is inline, body text)."""
+    found = {}
+    for match in re.finditer(r"^([A-Za-z_][\w \t\*]*?)\b(\w+)\(([^;{}]*?)\)\s*\{", code, re.MULTILINE | re.DOTALL):
+        depth, end = 1, match.end()
+        while depth:
+            depth += {"{": 1, "}": -1}.get(code[end], 0)
+            end += 1
+        words = match.group(1).split()
+        found[match.group(2)] = ("static" in words, "inline" in words, code[match.end():end])
+    return found
+
+
+def definitions(folder=NATIVE):
+    """The functions callable from other files, by the file defining them: a .c file's non-static functions and a
+    header's static inline ones."""
+    owner = {}
+    for path in sorted(folder.glob("*.[ch]")):
+        for name, (static, inline, _) in bodies(code_of(path)).items():
+            if (path.suffix == ".c" and not static) or (path.suffix == ".h" and static and inline):
+                assert name not in owner, f"{name} is defined in {owner[name]} and {path.name}"
+                owner[name] = path.name
+    return owner
+
+
+def uses(path):
+    """What a file's code names: a .c file's whole code, a header's inline bodies (its prototypes are no use)."""
+    code = code_of(path)
+    if path.suffix == ".h":
+        code = " ".join(body for static, inline, body in bodies(code).values() if static and inline)
+    return set(re.findall(r"\b[A-Za-z_]\w*\b", code))
+
+
+def upward_violations(folder=NATIVE):
+    """Every include or call of a file below the one making it."""
+    order, owner, found = reading_order(folder), definitions(folder), []
+    for name in order:
+        path = folder / name
+        for included in re.findall(r'^#include "([^"]+)"', path.read_text(encoding="utf-8"), re.MULTILINE):
+            if order.index(included) > order.index(name):
+                found.append(f"{name} includes {included}, below it")
+        for used in sorted(uses(path) & set(owner)):
+            if owner[used] != name and order.index(owner[used]) > order.index(name):
+                found.append(f"{name} calls {used} of {owner[used]}, below it")
+    return found
+
+
+def test_kernel_h_names_every_file_once_in_its_reading_order():
+    order = reading_order()
+    assert len(order) == len(set(order))
+    assert set(order) == {path.name for path in NATIVE.glob("*.[ch]")}
+
+
+def test_every_file_includes_and_calls_only_files_above_it():
+    assert {"intern_pair", "refine", "parallel_rows", "corpus_build", "count_segment"} <= set(definitions())
+    assert upward_violations() == []
+
+
+def test_a_call_or_include_of_a_file_below_is_found(tmp_path):
+    for path in NATIVE.glob("*.[ch]"):
+        (tmp_path / path.name).write_text(path.read_text(encoding="utf-8"), encoding="utf-8")
+    tables = tmp_path / "tables.c"
+    text = tables.read_text(encoding="utf-8").replace('#include "kernel.h"', '#include "kernel.h"\n#include "mbr.h"')
+    tables.write_text(text + "\nint probe(void) { return corpus_build(0, 0, 0, 1, 0, 0, 0); }\n", encoding="utf-8")
+    assert upward_violations(tmp_path) == ["tables.c includes mbr.h, below it",
+                                           "tables.c calls corpus_build of corpus_ids.c, below it"]
+
+
+@pytest.mark.parametrize(("rule", "pattern", "home"), [
+    ("the pair table's probing", r"mix64\(\(\(uint64_t\)", "tables.c"),
+    ("the refinement step's memo", r"memo\[0\] = unit", "classes.h"),
+    ("the pause convention", r"static inline int pause_now\(", "kernel.h"),
+])
+def test_each_rule_of_the_kernel_is_written_in_one_file(rule, pattern, home):
+    files = sorted(path.name for path in NATIVE.glob("*.[ch]") if re.search(pattern, code_of(path)))
+    assert files == [home], f"{rule}: {files}"
+
+
+def test_every_pause_interval_is_the_one_of_kernel_h_or_written_from_it():
+    intervals = [(path.name, name, value) for path in NATIVE.glob("*.[ch]")
+                 for name, value in re.findall(r"^#define (\w*(?:POLL|PAUSE)\w*) (.*)$", code_of(path), re.MULTILINE)]
+    assert ("kernel.h", "POLL_MASK", "0xFFFFFu") in [(path, name, value.strip()) for path, name, value in intervals]
+    assert all(name == "POLL_MASK" or "POLL_MASK" in value for _, name, value in intervals), intervals
+
+
+def test_the_readme_layout_lists_the_files_in_the_reading_order():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    listed = readme[readme.index("native/ (C, in kernel.h's reading order"):readme.index("its Makefile builds it")]
+    assert re.findall(r"\b\w+\.[ch]\b", listed.replace("kernel.h's", "")) == reading_order()
