@@ -4,8 +4,9 @@ parser follows a change of them instead of restating them."""
 import dataclasses
 
 import chrf_core
-from chrf_components_cli import main
 from chrf_core.contract import SETTING_KEYS
+
+from chrf_components_cli import main
 
 
 def test_the_flags_defaults_are_chrfs_own():
