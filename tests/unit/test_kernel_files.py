@@ -92,7 +92,7 @@ def test_a_call_or_include_of_a_file_below_is_found(tmp_path):
 
 
 @pytest.mark.parametrize(("rule", "pattern", "home"), [
-    ("the pair table's probing", r"mix64\(\(\(uint64_t\)", "tables.c"),
+    ("the pair table's probing", r"slot->first == first && slot->second == second", "kernel.h"),
     ("the refinement step's memo", r"memo\[0\] = unit", "classes.h"),
     ("the pause convention", r"static inline int pause_now\(", "kernel.h"),
 ])

@@ -29,7 +29,7 @@ static inline void clear_class(ClassInfo *next, uint32_t id) {
  * alike (a passage that repeats) touch no table, and a class's first continuation is kept in the memo alone. The
  * others look the pair up in the direct table when given one (`direct`: slot c * alphabet + unit, valid while
  * stamped `stamp`), else in the pair table. With `find` nothing is created: a pair not there is NO_CLASS (the
- * side counted second looks up only what the first has). NO_CLASS too when a growing pair table is out of memory.
+ * side counted second looks up only what the first has).
  * A new class's ClassInfo at the next order is cleared when `next` is given.
  */
 static inline uint32_t refine(uint32_t memo[2], PairTable *pairs, DirectSlot *direct, uint32_t stamp,

@@ -78,11 +78,11 @@ static int room_for(uint32_t **values, size_t *room, size_t count, int fill) {
 }
 
 /* The class of an n-gram of class `below` (NO_CLASS at order 1: then the unit's own class) followed by `unit`, by
-   the kernel's one refinement step; NO_CLASS when out of memory. */
+   the kernel's one refinement step (the order's table has room). */
 static inline uint32_t class_of(Order *order, uint32_t below, uint32_t unit) {
     return below != NO_CLASS ? refine(order->memo + 2 * (size_t)below, &order->pairs, NULL, 0, 0, below, unit,
                                       &order->ids, 0, NULL)
-                             : intern_pair(&order->pairs, NO_CLASS, unit, &order->ids);
+                             : pair_intern(&order->pairs, NO_CLASS, unit, &order->ids); /* every position */
 }
 
 /* Whether to stop: asked on the calling thread only, after about 2^20 units of its own. */
@@ -123,22 +123,21 @@ static int order_stage(Build *b, int kind, int n, size_t k, uint32_t below_ids, 
     const size_t stride = corpus->stride[kind];
     uint32_t *now = corpus->classes[kind] + (size_t)(n - 1) * stride;
     const uint32_t *below = n > 1 ? now - stride : NULL, *units = corpus->units[kind] + (n - 1);
-    int status = (n > 1 && room_for(&order.memo, &order.memo_room, 2 * (size_t)below_ids, 0xFF) < 0) ||
-                 (order.pairs.slots == NULL && pair_table_grow(&order.pairs) < 0) ? -1 : 0;
+    int status = n > 1 && room_for(&order.memo, &order.memo_room, 2 * (size_t)below_ids, 0xFF) < 0 ? -1 : 0;
     for (size_t t = b->chunk_first[k]; status == 0 && t < b->chunk_first[k + 1]; t++) {
         const size_t from = corpus->unit_start[kind][t], to = corpus->unit_start[kind][t + 1];
         const int column = b->count_columns && t >= corpus->first_column;
         const size_t last = to - from >= (size_t)n ? to - (size_t)(n - 1) : from; /* n-grams start before it */
-        if (column && room_for(&order.counts, &order.counts_room, (size_t)order.ids + (last - from) + 1, 0) < 0)
-            status = -1; /* room for a count per class the text can make */
         for (size_t part = from; status == 0 && part < last; part += POLL_MASK + 1) { /* pausing within a text */
             const size_t end = last - part > POLL_MASK + 1 ? part + POLL_MASK + 1 : last;
+            if (pair_table_room(&order.pairs, end - part) < 0 || /* room for every key and class the part can make */
+                (b->count_columns &&
+                 room_for(&order.counts, &order.counts_room, (size_t)order.ids + (end - part) + 1, 0) < 0)) {
+                status = -1;
+                break;
+            }
             for (size_t i = part; i < end; i++) {
                 const uint32_t id = class_of(&order, below != NULL ? below[i] : NO_CLASS, units[i]);
-                if (id == NO_CLASS) {
-                    status = -1;
-                    break;
-                }
                 now[i] = id;
                 if (column) order.counts[id]++;
             }
@@ -345,8 +344,6 @@ int corpus_build(Corpus *corpus, const Texts *texts, const Scoring *scoring, int
                  .keep_whitespace = scoring->keep_whitespace, .count_columns = count_columns, .pause = pause,
                  .context = context};
     int status = -1;
-    for (int kind = 0; kind < 2; kind++)
-        for (int o = 0; o < MAX_ORDERS; o++) b->order[kind][o].pairs.grows = 1;
     for (int kind = 0; kind < 2; kind++) {
         if (!b->orders[kind]) continue;
         corpus->stride[kind] = points;

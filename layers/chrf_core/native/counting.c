@@ -196,16 +196,14 @@ static int worth_looking_ahead(int n, int orders, size_t alive, size_t look_ahea
            8 * (size_t)classes <= 9 * (size_t)classes_before;
 }
 
-/* A unique pair (position i of side 0, j of side 1, alike through order n): for how many more orders, up to the top
-   one, the two sequences continue alike. */
-static size_t alike_beyond(const Sides *s, size_t i, size_t j, int n, int orders) {
-    const uint32_t *a = s->units[0] + i + n, *b = s->units[1] + j + n;
-    const size_t room_a = s->lengths[0] - i - (size_t)n, room_b = s->lengths[1] - j - (size_t)n;
-    size_t limit = (size_t)(orders - n);
-    if (room_a < limit) limit = room_a;
-    if (room_b < limit) limit = room_b;
+/* A unique pair (position i of side a, j of side b, alike through order n): for how many more orders, up to the
+   top one, the two sequences continue alike. */
+static inline size_t alike_beyond(const uint32_t *units_a, size_t length_a, const uint32_t *units_b, size_t length_b,
+                                  size_t i, size_t j, int n, int orders) {
     size_t same = 0;
-    while (same < limit && a[same] == b[same]) same++;
+    while (n + (int)same < orders && i + n + same < length_a && j + n + same < length_b &&
+           units_a[i + n + same] == units_b[j + n + same])
+        same++;
     return same;
 }
 
@@ -274,7 +272,7 @@ static int count_orders(Work *work, Sides s, int swap, uint32_t alphabet, int or
             if (!info[c].count[1] || i + (size_t)n >= length_a || info[c].memo[0] == SETTLED) continue;
             if (info[c].count[0] == 1 && info[c].count[1] == 1) { /* a unique pair: settled here, off the passes */
                 paired[n + 1] += 1;
-                paired[n + 1 + alike_beyond(&s, i, partner[c], n, orders)] -= 1;
+                paired[n + 1 + alike_beyond(units_a, length_a, units_b, length_b, i, partner[c], n, orders)] -= 1;
                 continue;
             }
             uint32_t child = continuation(work, direct, alphabet, info, next, c, units_a[i + n], &next_classes, 0);

@@ -44,14 +44,13 @@ typedef struct {
 
 /* The kernel's one hash table: (first, second) -> value, open addressing with linear probing, keys compared exactly,
    hashes seeded per process (mix64). A new generation empties it at once (slots count only while stamped with the
-   table's stamp). Counting sizes each generation for its keys; a table that `grows` (the MBR corpus's, whose keys
-   are not known in advance) doubles whenever it would be more than half full. */
+   table's stamp). Counting sizes each generation for its keys; the MBR corpus's tables, whose keys are not known in
+   advance, are given room as their texts come (pair_table_room). */
 typedef struct {
     Slot *slots;
     size_t room;          /* slots allocated */
     uint32_t size, stamp; /* slots of this generation, and its stamp */
     size_t used;          /* keys added in this generation */
-    int grows;
 } PairTable;
 
 /* A word token by content: where its code points are (an offset from the table's base), its id. */
@@ -148,13 +147,40 @@ static inline int is_space(uint32_t c) {
 /* A pair table's room for `keys` distinct keys (0, or -1: no memory), and a fresh generation sized for them. */
 int pair_table_reserve(PairTable *table, size_t keys);
 void pair_table_generation(PairTable *table, size_t keys);
-/* A growing table twice as large (the first: 64 slots), its keys kept. 0, or -1 when out of memory. */
-int pair_table_grow(PairTable *table);
-/* The value of (first, second), added as the next id (*ids, then counted up) if the table lacks it; NO_CLASS when a
-   growing table is out of memory. */
+/* Room in a table that grows with its keys (the MBR corpus's) for `keys` more, at most half full (64 slots at
+   first, doubled as needed, its keys kept): asked before adding them. 0, or -1 when out of memory. */
+int pair_table_room(PairTable *table, size_t keys);
 uint32_t intern_pair(PairTable *table, uint32_t first, uint32_t second, uint32_t *ids);
-/* The value of (first, second), or NO_CLASS. */
 uint32_t find_pair(const PairTable *table, uint32_t first, uint32_t second);
+
+static inline uint32_t slot_of(uint64_t hash, uint32_t slots) { return (uint32_t)(((hash >> 32) * slots) >> 32); }
+
+/* The value of (first, second), added as the next id (*ids, then counted up) if the table lacks it (the table has
+   room: pair_table_generation or pair_table_room made it). Inline here for a loop that probes at every position
+   (corpus_ids.c's first order); intern_pair and find_pair (tables.c) are the same as calls, which keep the loops
+   that seldom reach the table (classes.h's refine) small. */
+static inline uint32_t pair_intern(PairTable *table, uint32_t first, uint32_t second, uint32_t *ids) {
+    uint32_t index = slot_of(mix64(((uint64_t)first << 32) | second), table->size);
+    for (;; index = index + 1 == table->size ? 0 : index + 1) {
+        Slot *slot = &table->slots[index];
+        if (slot->stamp != table->stamp) {
+            table->used++;
+            *slot = (Slot){first, second, (*ids)++, table->stamp};
+            return slot->value;
+        }
+        if (slot->first == first && slot->second == second) return slot->value;
+    }
+}
+
+/* The value of (first, second), or NO_CLASS. */
+static inline uint32_t pair_find(const PairTable *table, uint32_t first, uint32_t second) {
+    uint32_t index = slot_of(mix64(((uint64_t)first << 32) | second), table->size);
+    for (;; index = index + 1 == table->size ? 0 : index + 1) {
+        const Slot *slot = &table->slots[index];
+        if (slot->stamp != table->stamp) return NO_CLASS;
+        if (slot->first == first && slot->second == second) return slot->value;
+    }
+}
 /* The token table for texts at `base` holding up to `tokens` distinct tokens, a fresh generation of it, and
    chrF++.py's separate_punctuation over text[0..length) (text within base): token ids into ids, their number. */
 int tokens_reserve(Work *work, size_t tokens);

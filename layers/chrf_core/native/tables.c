@@ -54,52 +54,33 @@ void pair_table_generation(PairTable *table, size_t keys) {
     }
 }
 
-static inline uint32_t slot_of(uint64_t hash, uint32_t slots) { return (uint32_t)(((hash >> 32) * slots) >> 32); }
-
-/* A growing table twice as large (the first: 64 slots), its keys kept. 0, or -1 when out of memory. */
-int pair_table_grow(PairTable *table) {
-    const uint32_t size = table->slots != NULL ? 2 * table->size : 64;
+int pair_table_room(PairTable *table, size_t keys) {
+    if (table->slots != NULL && 2 * (table->used + keys) <= table->size) return 0;
+    size_t size = table->slots != NULL ? 2 * (size_t)table->size : 64;
+    while (size < 2 * (table->used + keys)) size *= 2;
+    if (size > UINT32_MAX) return -1;
     Slot *grown = calloc(size, sizeof(Slot));
     if (grown == NULL) return -1;
     for (uint32_t i = 0; table->slots != NULL && i < table->size; i++) {
         const Slot slot = table->slots[i];
         if (slot.stamp != table->stamp) continue;
-        uint32_t at = slot_of(mix64(((uint64_t)slot.first << 32) | slot.second), size);
+        uint32_t at = slot_of(mix64(((uint64_t)slot.first << 32) | slot.second), (uint32_t)size);
         while (grown[at].stamp == 1) at = at + 1 == size ? 0 : at + 1;
         grown[at] = (Slot){slot.first, slot.second, slot.value, 1};
     }
     free(table->slots);
     table->slots = grown;
-    table->room = table->size = size;
+    table->room = size;
+    table->size = (uint32_t)size;
     table->stamp = 1;
     return 0;
 }
 
 uint32_t intern_pair(PairTable *table, uint32_t first, uint32_t second, uint32_t *ids) {
-    uint32_t index = slot_of(mix64(((uint64_t)first << 32) | second), table->size);
-    for (;; index = index + 1 == table->size ? 0 : index + 1) {
-        const Slot *slot = &table->slots[index];
-        if (slot->stamp != table->stamp) break;
-        if (slot->first == first && slot->second == second) return slot->value;
-    }
-    if (table->grows && 2 * (table->used + 1) > table->size) {
-        if (pair_table_grow(table) < 0) return NO_CLASS;
-        index = slot_of(mix64(((uint64_t)first << 32) | second), table->size);
-        while (table->slots[index].stamp == table->stamp) index = index + 1 == table->size ? 0 : index + 1;
-    }
-    table->used++;
-    table->slots[index] = (Slot){first, second, (*ids)++, table->stamp};
-    return table->slots[index].value;
+    return pair_intern(table, first, second, ids);
 }
 
-uint32_t find_pair(const PairTable *table, uint32_t first, uint32_t second) {
-    uint32_t index = slot_of(mix64(((uint64_t)first << 32) | second), table->size);
-    for (;; index = index + 1 == table->size ? 0 : index + 1) {
-        const Slot *slot = &table->slots[index];
-        if (slot->stamp != table->stamp) return NO_CLASS;
-        if (slot->first == first && slot->second == second) return slot->value;
-    }
-}
+uint32_t find_pair(const PairTable *table, uint32_t first, uint32_t second) { return pair_find(table, first, second); }
 
 int tokens_reserve(Work *work, size_t tokens) {
     return grow_zeroed((void **)&work->tokens, &work->token_room, slots_for(tokens), sizeof(TokenSlot));
