@@ -248,7 +248,7 @@ def test_other_threads_run_while_the_native_kernel_fills_a_matrix():
     import time
 
     native_kernel_or_skip()
-    texts = [f"{text} {k}" for k in range(20) for pair in real_pairs() for text in pair]  # 1,600 x 1,600
+    texts = [f"{text} {k}" for k in range(32) for pair in real_pairs() for text in pair]  # 2,560 x 2,560
     ticks, stop = [0], threading.Event()
 
     def tick():
