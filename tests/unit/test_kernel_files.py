@@ -95,10 +95,20 @@ def test_a_call_or_include_of_a_file_below_is_found(tmp_path):
     ("the pair table's probing", r"slot->first == first && slot->second == second", "kernel.h"),
     ("the refinement step's memo", r"memo\[0\] = unit", "classes.h"),
     ("the pause convention", r"static inline int pause_now\(", "kernel.h"),
+    ("an n-gram's code from its units (the histogram start)", r"codes\[i\] \* \w+ \+ unit\[i\]", "classes.h"),
 ])
 def test_each_rule_of_the_kernel_is_written_in_one_file(rule, pattern, home):
     files = sorted(path.name for path in NATIVE.glob("*.[ch]") if re.search(pattern, code_of(path)))
     assert files == [home], f"{rule}: {files}"
+
+
+def test_every_function_of_the_kernel_is_defined_in_one_file_static_ones_included():
+    homes = {}
+    for path in sorted(NATIVE.glob("*.[ch]")):
+        for name in bodies(code_of(path)):
+            homes.setdefault(name, []).append(path.name)
+    assert homes["count_by_code"] == ["classes.h"]
+    assert {name: files for name, files in homes.items() if len(files) > 1} == {}
 
 
 def test_every_pause_interval_is_the_one_of_kernel_h_or_written_from_it():

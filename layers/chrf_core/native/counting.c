@@ -4,15 +4,16 @@
  * Time is linear in the text, and no input within the contract's limits costs much more than a typical one. Units
  * (code points, or word tokens interned by content: a hash, then an exact comparison) first become dense ranks.
  * While alphabet^n is small, an n-gram is exactly a base-alphabet number and its order is counted with a histogram
- * (small alphabets, whose classes stay large). From there every position gets a class id per order, from the pair
- * (its class at the order below, its next unit): a per-class memo of the first continuation, else a direct table
- * while classes * alphabet fit in it, else an open-addressing table of integer pairs compared exactly. Only the
- * shorter side's positions create classes; the other side's only look theirs up (an n-gram the shorter side lacks
- * cannot match), so every per-class array holds at most the shorter side's positions. Matches are the sum over
- * classes of min(count on one side, count on the other). A position whose class occurs on one side only cannot
- * match at any higher order and is dropped; a class with one position on each side is settled by comparing what
- * follows; a class whose members all continue alike to the top order is settled at once. Hashes are seeded per
- * process (hash_seed), so an attacker cannot build inputs that collide in the tables.
+ * (small alphabets, whose classes stay large: classes.h's count_by_code, which systems.c's passes start from too).
+ * From there every position gets a class id per order, from the pair (its class at the order below, its next unit):
+ * a per-class memo of the first continuation, else a direct table while classes * alphabet fit in it, else an
+ * open-addressing table of integer pairs compared exactly. Only the shorter side's positions create classes; the
+ * other side's only look theirs up (an n-gram the shorter side lacks cannot match), so every per-class array holds
+ * at most the shorter side's positions. Matches are the sum over classes of min(count on one side, count on the
+ * other). A position whose class occurs on one side only cannot match at any higher order and is dropped; a class
+ * with one position on each side is settled by comparing what follows; a class whose members all continue alike to
+ * the top order is settled at once. Hashes are seeded per process (hash_seed), so an attacker cannot build inputs
+ * that collide in the tables.
  */
 #include "classes.h"
 
@@ -25,12 +26,13 @@
 #define LOOK_AHEAD_FROM 1024 /* positions: fewer than this, looking ahead cannot save much */
 
 /* One segment's sides during the passes. Side 0 is the one with fewer code points: its positions create the
-   classes, and its units were ranked first, so they are all below `first_units`. */
+   classes, and its units were ranked first, so they are 0..alphabet-1 (side 1's others are all `alphabet`). */
 typedef struct {
     const uint32_t *units[2];
     uint32_t *cls[2], *alive[2];
-    size_t lengths[2], alive_counts[2];
-    uint32_t first_units;
+    size_t lengths[2], alive_counts[2], bases[2];
+    uint32_t alphabet;
+    int foreign; /* whether side 1 has a unit side 0 lacks */
 } Sides;
 
 /*
@@ -80,104 +82,6 @@ static size_t settle_alike(ClassInfo *info, uint32_t classes, const Sides *s, in
     return settled;
 }
 
-/*
- * Order 1 for an alphabet too large for the histograms: a unit's class is the unit itself. Side 0's units are all
- * below s->first_units (ranked first), and a unit of side 1 at or above it cannot match. Returns 1, the start order.
- */
-static int classes_of_units(Work *work, Sides *s, uint32_t *classes) {
-    ClassInfo *info = work->info[0];
-    const uint32_t distinct = s->first_units;
-    for (uint32_t c = 0; c < distinct; c++) {
-        info[c].count[0] = info[c].count[1] = 0;
-        info[c].memo[0] = NO_CLASS;
-    }
-    for (int side = 0; side < 2; side++)
-        for (size_t i = 0; i < s->lengths[side]; i++)
-            if (s->units[side][i] < distinct) info[s->units[side][i]].count[side]++;
-    for (int side = 0; side < 2; side++) {
-        size_t kept = 0;
-        for (size_t i = 0; i < s->lengths[side]; i++) {
-            const uint32_t unit = s->units[side][i];
-            if (unit >= distinct || !info[unit].count[!side]) continue;
-            s->cls[side][i] = unit;
-            s->alive[side][kept++] = (uint32_t)i;
-            if (side) work->partner[0][unit] = (uint32_t)i;
-        }
-        s->alive_counts[side] = kept;
-    }
-    *classes = distinct;
-    return 1;
-}
-
-/*
- * Orders 1..start-1 of one segment, counted without classes: while alphabet^n is small, an n-gram is exactly the
- * number whose base-`alphabet` digits are its units, so its occurrences are a histogram entry (left cleared). Small
- * alphabets, whose classes stay large for many orders, then cost one sequential pass per low order. At the start
- * order, the n-grams found on both sides become the classes the passes continue from (info and partner of buffer
- * 0, the alive positions, *classes). Returns the start order, 0 when nothing matches from some order on, or -1 when
- * interrupted.
- */
-static int count_by_code(Work *work, Sides *s, uint32_t alphabet, int orders, int64_t *out, uint32_t *classes) {
-    if (alphabet > DIRECT_SLOTS) return classes_of_units(work, s, classes);
-    const size_t total = s->lengths[0] + s->lengths[1];
-    const size_t limit = total < DIRECT_SLOTS ? total : DIRECT_SLOTS;
-    int start = 1;
-    for (uint64_t span = alphabet; start < orders && span * alphabet <= limit; span *= alphabet) start++;
-    uint32_t *const histogram_a = work->histogram[0], *const histogram_b = work->histogram[1];
-    size_t span = 1;
-    for (int n = 1; n <= start; n++) {
-        span *= alphabet;
-        if (s->lengths[0] < (size_t)n || s->lengths[1] < (size_t)n) return 0;
-        for (int side = 0; side < 2; side++) {
-            const uint32_t *unit = s->units[side] + n - 1;
-            uint32_t *codes = s->cls[side], *histogram = work->histogram[side];
-            const size_t positions = s->lengths[side] - (size_t)n + 1;
-            if (n == 1) {
-                for (size_t i = 0; i < positions; i++) histogram[codes[i] = unit[i]]++;
-            } else {
-                for (size_t i = 0; i < positions; i++) histogram[codes[i] = codes[i] * alphabet + unit[i]]++;
-            }
-        }
-        if (stop_after(work, total)) return -1;
-        if (n == start) break;
-        int64_t matches = 0;
-        for (size_t c = 0; c < span; c++) matches += histogram_a[c] < histogram_b[c] ? histogram_a[c] : histogram_b[c];
-        memset(histogram_a, 0, span * sizeof(uint32_t));
-        memset(histogram_b, 0, span * sizeof(uint32_t));
-        out[3 * (n - 1) + 2] += matches;
-        if (matches == 0) return 0;
-    }
-    ClassInfo *info = work->info[0];
-    uint32_t shared = 0;
-    for (size_t c = 0; c < span; c++) {
-        if (histogram_a[c] && histogram_b[c]) {
-            info[shared].count[0] = histogram_a[c];
-            info[shared].count[1] = histogram_b[c];
-            info[shared].memo[0] = NO_CLASS;
-            histogram_a[c] = shared++; /* from here on: the code's class, or NO_CLASS */
-        } else {
-            histogram_a[c] = NO_CLASS;
-        }
-    }
-    for (int side = 0; side < 2; side++) {
-        const size_t positions = s->lengths[side] - (size_t)start + 1;
-        uint32_t *codes = s->cls[side], *alive = s->alive[side];
-        size_t kept = 0;
-        for (size_t i = 0; i < positions; i++) {
-            uint32_t id = histogram_a[codes[i]];
-            if (id == NO_CLASS) continue;
-            codes[i] = id;
-            alive[kept++] = (uint32_t)i;
-            if (side) work->partner[0][id] = (uint32_t)i;
-        }
-        s->alive_counts[side] = kept;
-    }
-    memset(histogram_a, 0, span * sizeof(uint32_t));
-    memset(histogram_b, 0, span * sizeof(uint32_t));
-    *classes = shared;
-    return shared ? start : 0;
-}
-
 /* Both sides the same units: every n-gram matches, and no class need be built. */
 static int identical_sides(const Sides *s) {
     return s->lengths[0] == s->lengths[1] && memcmp(s->units[0], s->units[1], s->lengths[0] * sizeof(uint32_t)) == 0;
@@ -209,9 +113,8 @@ static inline size_t alike_beyond(const uint32_t *units_a, size_t length_a, cons
 
 /*
  * Add the counts of orders 1..orders of one segment to out[3 * (n - 1) + {0, 1, 2}] (hypothesis n-grams, reference
- * n-grams, clipped matches). s->units[0] and s->units[1] hold the two sides (side 0 the hypothesis unless `swap`)
- * as dense ranks below `alphabet` (equal units, equal ranks on both sides), so that units are digits of a code and
- * (class, unit) indexes the direct table.
+ * n-grams, clipped matches). s.units[0] and s.units[1] hold the two sides (side 0 the hypothesis unless `swap`) as
+ * dense ranks (Sides), so that units are digits of a code and (class, unit) indexes the direct table.
  *
  * One pass per order over the positions that can still match: a position whose class occurs on one side only is
  * dropped (it cannot match at any higher order), the others get their class at the next order, counted as they go.
@@ -220,7 +123,7 @@ static inline size_t alike_beyond(const uint32_t *units_a, size_t length_a, cons
  * settled by comparing units directly and leave the pass, which keeps long, near-identical texts cheap. Returns 0,
  * or -1 when interrupted.
  */
-static int count_orders(Work *work, Sides s, int swap, uint32_t alphabet, int orders, int64_t *out) {
+static int count_orders(Work *work, Sides s, int swap, int orders, int64_t *out) {
     int64_t paired[MAX_ORDERS + 2] = {0}; /* difference array: matches of unique pairs per order */
     const size_t length_h = s.lengths[swap], length_r = s.lengths[!swap];
     for (int n = 1; n <= orders; n++) {
@@ -232,16 +135,20 @@ static int count_orders(Work *work, Sides s, int swap, uint32_t alphabet, int or
         for (int n = 1; n <= orders && (size_t)n <= length_h; n++) out[3 * (n - 1) + 2] += (int64_t)(length_h - n + 1);
         return 0;
     }
-    s.cls[0] = work->cls;
-    s.cls[1] = work->cls + s.lengths[0];
-    s.alive[0] = work->alive;
-    s.alive[1] = work->alive + s.lengths[0];
+    s.bases[0] = 0;
+    s.bases[1] = s.lengths[0];
+    for (int side = 0; side < 2; side++) {
+        s.cls[side] = work->cls + s.bases[side];
+        s.alive[side] = work->alive + s.bases[side];
+    }
+    const Segment texts = {s.units, s.lengths, s.bases, s.alive_counts, 2, s.alphabet, s.foreign, NULL};
     uint32_t classes;
-    const int start = count_by_code(work, &s, alphabet, orders, out, &classes);
+    const int start = count_by_code(work, &texts, orders, out, 0, &classes);
     if (start <= 0) return start;
     int now = 0;
     size_t look_ahead_below = SIZE_MAX; /* after a look-ahead that settled little, wait until half the positions go */
     uint32_t classes_before = 0;
+    const uint32_t alphabet = s.alphabet;
     const uint32_t *const units_a = s.units[0], *const units_b = s.units[1];
     uint32_t *const cls_a = s.cls[0], *const cls_b = s.cls[1], *const alive_a = s.alive[0], *const alive_b = s.alive[1];
     const size_t length_a = s.lengths[0], length_b = s.lengths[1];
@@ -269,28 +176,29 @@ static int count_orders(Work *work, Sides s, int swap, uint32_t alphabet, int or
         for (size_t k = 0; k < s.alive_counts[0]; k++) {
             if (poll(work, k)) return -1;
             uint32_t i = alive_a[k], c = cls_a[i];
-            if (!info[c].count[1] || i + (size_t)n >= length_a || info[c].memo[0] == SETTLED) continue;
-            if (info[c].count[0] == 1 && info[c].count[1] == 1) { /* a unique pair: settled here, off the passes */
-                paired[n + 1] += 1;
-                paired[n + 1 + alike_beyond(units_a, length_a, units_b, length_b, i, partner[c], n, orders)] -= 1;
+            if (!info[c].count[1] || i + (size_t)n >= length_a || (info[c].count[0] == 1 && info[c].count[1] == 1) ||
+                info[c].memo[0] == SETTLED)
                 continue;
-            }
             uint32_t child = continuation(work, direct, alphabet, info, next, c, units_a[i + n], &next_classes, 0);
             cls_a[i] = child;
             next[child].count[0]++;
+            next_partner[child] = i;
             alive_a[kept_a++] = i;
         }
         for (size_t k = 0; k < s.alive_counts[1]; k++) {
             if (poll(work, k)) return -1;
             uint32_t j = alive_b[k], c = cls_b[j];
-            if (!info[c].count[0] || j + (size_t)n >= length_b || (info[c].count[0] == 1 && info[c].count[1] == 1) ||
-                info[c].memo[0] == SETTLED)
+            if (!info[c].count[0] || j + (size_t)n >= length_b || info[c].memo[0] == SETTLED) continue;
+            if (info[c].count[0] == 1 && info[c].count[1] == 1) { /* a unique pair: settled here, off the passes */
+                paired[n + 1] += 1;
+                paired[n + 1 + alike_beyond(units_a, length_a, units_b, length_b, partner[c], j, n, orders)] -= 1;
                 continue;
+            }
+            if (units_b[j + n] == alphabet) continue; /* a unit side 0 lacks */
             uint32_t child = continuation(work, direct, alphabet, info, next, c, units_b[j + n], &next_classes, 1);
             if (child == NO_CLASS) continue;
             cls_b[j] = child;
             next[child].count[1]++;
-            next_partner[child] = j;
             alive_b[kept_b++] = j;
         }
         s.alive_counts[0] = kept_a;
@@ -321,12 +229,13 @@ int count_segment(Work *work, size_t length_h, size_t length_r, int char_order, 
         memset(&s, 0, sizeof s);
         s.lengths[0] = tokenize(work, texts[0], lengths[0], work->units, &tokens);
         if (s.lengths[0] == TOKENIZE_INTERRUPTED) return -1;
-        s.first_units = tokens;
+        s.alphabet = tokens;
         s.lengths[1] = tokenize(work, texts[1], lengths[1], work->units + s.lengths[0], &tokens);
         if (s.lengths[1] == TOKENIZE_INTERRUPTED || stop_after(work, length_h + length_r)) return -1;
+        s.foreign = as_foreign(work->units + s.lengths[0], s.lengths[1], s.alphabet);
         s.units[0] = work->units;
         s.units[1] = work->units + s.lengths[0];
-        if (count_orders(work, s, swap, tokens, word_order, out + 3 * char_order) < 0) return -1;
+        if (count_orders(work, s, swap, word_order, out + 3 * char_order) < 0) return -1;
     }
     if (!char_order) return 0;
     size_t kept[2] = {length_h, length_r};
@@ -345,11 +254,11 @@ int count_segment(Work *work, size_t length_h, size_t length_r, int char_order, 
     s.units[!swap] = raw + kept[0];
     s.lengths[swap] = kept[0];
     s.lengths[!swap] = kept[1];
-    uint32_t alphabet = 0;
+    uint32_t ranks = 0;
     new_rank_generation(work);
-    rank_code_points(work, (uint32_t *)s.units[0], s.lengths[0], &alphabet);
-    s.first_units = alphabet;
-    rank_code_points(work, (uint32_t *)s.units[1], s.lengths[1], &alphabet);
+    rank_code_points(work, (uint32_t *)s.units[0], s.lengths[0], &ranks);
+    s.alphabet = ranks;
+    s.foreign = rank_known(work, (uint32_t *)s.units[1], s.lengths[1], s.alphabet);
     if (stop_after(work, length_h + length_r)) return -1;
-    return count_orders(work, s, swap, alphabet, char_order, out);
+    return count_orders(work, s, swap, char_order, out);
 }

@@ -7,7 +7,8 @@
  *
  *   1. kernel.h      the shared types: Work (one call's buffers), the pause convention, the pair table's type
  *   2. tables.c      the one pair table, the word token table and chrF++.py's tokenizer, the buffers
- *   3. classes.h     the one class-refinement step (refine: memo, direct table, pair table) and dense ranks
+ *   3. classes.h     the one class-refinement step (refine: memo, direct table, pair table), the histogram start
+ *                    (count_by_code) and dense ranks
  *   4. counting.c    one hypothesis against one reference, order by order over the positions that can still match
  *   5. systems.c     one reference against several systems' hypotheses, the reference counted once
  *   6. double2.h     double-double arithmetic

@@ -5,129 +5,25 @@
  * counting.c: a class at the next order from the pair (class, next unit)), and every system's positions only look
  * theirs up. A system's matches at an order are the sum over its classes of min(the reference's count, its
  * count). A reference position stays while some system shares its class; a system's position while the reference
- * has its class. An n-gram found once in the reference and once in a system is settled for that system by comparing
- * what follows both (as counting.c does), and a system identical to the reference matches all its n-grams. Each
- * order is one pass over the positions still alive, so time is linear in the texts.
+ * has its class. The low orders are counted by histogram, as for one segment (classes.h's count_by_code, with the
+ * reference as the text that creates the classes). An n-gram found once in the reference and once in a system is
+ * settled for that system by comparing what follows both (as counting.c does), and a system identical to the
+ * reference matches all its n-grams. Each order is one pass over the positions still alive, so time is linear in the
+ * texts.
  */
 #include "classes.h"
 
 #include <string.h>
 
-/* One unit sequence per text: the reference [0], then each system's hypothesis. */
-typedef struct {
-    const uint32_t *const *units;
-    const size_t *lengths;
-    size_t texts;
-    uint32_t alphabet; /* the reference's units are exactly 0..alphabet-1; a hypothesis unit at or above cannot match */
-    size_t *identical; /* per text: whether it is the reference itself (its matches are then its n-grams) */
-} Shared;
-
 #define SHARED 0x80000000u /* in count[1]: some system has the class and has not settled it (a count stays below) */
-
-/* The n-grams of order 1 as classes: a unit's class is the unit itself (the reference's are 0..alphabet-1). */
-static void classes_of_units(Work *work, const Shared *t, const size_t *bases, size_t *alive_counts) {
-    ClassInfo *info = work->info[0];
-    uint32_t *partner = work->partner[0];
-    for (uint32_t c = 0; c < t->alphabet; c++) {
-        info[c].count[0] = info[c].count[1] = 0;
-        info[c].memo[0] = NO_CLASS;
-    }
-    for (size_t k = 0; k < t->texts; k++) {
-        const uint32_t *units = t->units[k];
-        uint32_t *cls = work->cls + bases[k], *alive = work->alive + bases[k];
-        size_t kept = 0;
-        for (size_t i = 0; i < t->lengths[k] && !t->identical[k]; i++) {
-            if (units[i] >= t->alphabet) continue;
-            cls[i] = units[i];
-            alive[kept++] = (uint32_t)i;
-            if (k == 0) {
-                info[units[i]].count[0]++;
-                partner[units[i]] = (uint32_t)i;
-            }
-        }
-        alive_counts[k] = kept;
-    }
-}
-
-/*
- * Orders 1..start-1 counted without classes (as counting.c's count_by_code): while alphabet^n is small, an n-gram
- * is exactly the number whose base-`alphabet` digits are its units, so its occurrences are a histogram entry (left
- * cleared), and a low order costs one sequential pass. At the start order, the reference's n-grams become the
- * classes the passes continue from. Returns the start order, or 0 when nothing matches from some order on.
- */
-static int count_by_code(Work *work, const Shared *t, const size_t *bases, size_t *alive_counts, int start,
-                         size_t stride, int64_t *out, uint32_t *classes_out) {
-    const uint32_t alphabet = t->alphabet;
-    uint32_t *const counts_r = work->histogram[0], *const counts_h = work->histogram[1];
-    size_t span = 1;
-    for (int n = 1; n <= start; n++) {
-        span *= alphabet;
-        for (size_t k = 0; k < t->texts; k++) { /* codes of n-grams; NO_CLASS where a unit is not the reference's */
-            const uint32_t *unit = t->units[k] + n - 1;
-            uint32_t *codes = work->cls + bases[k];
-            const size_t positions = t->lengths[k] >= (size_t)n ? t->lengths[k] - n + 1 : 0;
-            for (size_t i = 0; i < positions; i++) {
-                const uint32_t before = n == 1 ? 0 : codes[i];
-                codes[i] = unit[i] >= alphabet || before == NO_CLASS ? NO_CLASS : before * alphabet + unit[i];
-            }
-            alive_counts[k] = t->identical[k] ? 0 : positions;
-        }
-        const uint32_t *codes_r = work->cls;
-        for (size_t i = 0; i < alive_counts[0]; i++) counts_r[codes_r[i]]++;
-        if (n == start) break;
-        int64_t matched = 0;
-        for (size_t k = 1; k < t->texts; k++) {
-            const uint32_t *codes = work->cls + bases[k];
-            int64_t matches = 0;
-            for (size_t i = 0; i < alive_counts[k]; i++)
-                if (codes[i] != NO_CLASS) counts_h[codes[i]]++;
-            for (size_t i = 0; i < alive_counts[k]; i++) {
-                if (codes[i] == NO_CLASS || !counts_h[codes[i]]) continue;
-                const uint32_t code = codes[i];
-                matches += counts_r[code] < counts_h[code] ? counts_r[code] : counts_h[code];
-                counts_h[code] = 0;
-            }
-            out[stride * (k - 1) + 3 * (n - 1) + 2] += matches;
-            matched += matches;
-        }
-        memset(counts_r, 0, span * sizeof(uint32_t));
-        if (matched == 0 || stop_after(work, alive_counts[0])) return 0;
-    }
-    ClassInfo *info = work->info[0];
-    uint32_t classes = 0;
-    for (size_t k = 0; k < t->texts; k++) {
-        uint32_t *codes = work->cls + bases[k], *alive = work->alive + bases[k];
-        size_t kept = 0;
-        for (size_t i = 0; i < alive_counts[k]; i++) {
-            const uint32_t code = codes[i];
-            if (code == NO_CLASS) continue;
-            if (!counts_h[code]) { /* from here on: the code's class + 1 */
-                if (k) continue;   /* not the reference's */
-                counts_h[code] = ++classes;
-                info[classes - 1].count[0] = counts_r[code];
-                info[classes - 1].count[1] = 0;
-                info[classes - 1].memo[0] = NO_CLASS;
-            }
-            if (!k) work->partner[0][counts_h[code] - 1] = (uint32_t)i;
-            codes[i] = counts_h[code] - 1;
-            alive[kept++] = (uint32_t)i;
-        }
-        alive_counts[k] = kept;
-    }
-    memset(counts_r, 0, span * sizeof(uint32_t));
-    memset(counts_h, 0, span * sizeof(uint32_t));
-    *classes_out = classes;
-    return classes ? start : 0;
-}
 
 /* Add the counts of orders 1..orders to out[stride * (text - 1) + 3 * (n - 1) + {0, 1, 2}] for every system. Buffers
    (cls, alive) are laid out text after text from `bases`; `alive_counts` holds one size per text. 0, or -1 when
    interrupted. */
-static int count_shared(Work *work, const Shared *t, const size_t *bases, size_t *alive_counts, int orders,
-                        size_t stride, int64_t *out) {
+static int count_shared(Work *work, const Segment *t, int orders, size_t stride, int64_t *out) {
+    const size_t *const bases = t->bases;
+    size_t *const alive_counts = t->alive_counts;
     const size_t length_r = t->lengths[0];
-    size_t total = 0;
-    for (size_t k = 0; k < t->texts; k++) total += t->lengths[k];
     for (size_t k = 1; k < t->texts; k++) {
         for (int n = 1; n <= orders; n++) {
             int64_t *at = out + stride * (k - 1) + 3 * (n - 1);
@@ -143,15 +39,10 @@ static int count_shared(Work *work, const Shared *t, const size_t *bases, size_t
             out[stride * (k - 1) + 3 * (n - 1) + 2] += (int64_t)(length_r - n + 1);
     }
     const uint32_t alphabet = t->alphabet;
-    const size_t limit = total < DIRECT_SLOTS ? total : DIRECT_SLOTS;
-    int start = 1;
-    for (uint64_t span = alphabet; start < orders && span * alphabet <= limit; span *= alphabet) start++;
-    uint32_t classes = alphabet;
-    if (start == 1) {
-        classes_of_units(work, t, bases, alive_counts);
-    } else if ((start = count_by_code(work, t, bases, alive_counts, start, stride, out, &classes)) == 0) {
-        return stop_after(work, total) ? -1 : 0;
-    }
+    uint32_t classes;
+    const int start = count_by_code(work, t, orders, out, stride, &classes);
+    if (start <= 0) return start;
+    for (uint32_t c = 0; c < classes; c++) work->info[0][c].count[1] = 0; /* the passes count each system's own */
     ClassInfo *info = work->info[0];
     int now = 0;
     for (int n = start;; n++) {
@@ -237,7 +128,7 @@ int count_systems(Work *work, const size_t *lengths, size_t texts, int char_orde
         starts[k] = bases[k] = total;
         total += lengths[k];
     }
-    Shared t = {units, kept, texts, 0, scratch + 4 * texts};
+    Segment t = {units, kept, bases, scratch + 3 * texts, texts, 0, 0, scratch + 4 * texts};
     t.identical[0] = 0;
     if (word_order) { /* first: the character orders then rewrite raw in place */
         tokens_generation(work, raw, distinct_tokens_bound(total, texts));
@@ -250,10 +141,9 @@ int count_systems(Work *work, const size_t *lengths, size_t texts, int char_orde
             bases[k] = at;
             at += kept[k];
             if (k == 0) t.alphabet = tokens;
+            t.foreign |= as_foreign(work->units + bases[k], kept[k], t.alphabet);
         }
-        if (stop_after(work, total) ||
-            count_shared(work, &t, bases, scratch + 3 * texts, word_order, stride, out + 3 * char_order) < 0)
-            return -1;
+        if (stop_after(work, total) || count_shared(work, &t, word_order, stride, out + 3 * char_order) < 0) return -1;
     }
     if (!char_order) return 0;
     size_t at = 0;
@@ -266,10 +156,10 @@ int count_systems(Work *work, const size_t *lengths, size_t texts, int char_orde
     }
     new_rank_generation(work);
     uint32_t ranks = 0;
-    for (size_t k = 0; k < texts; k++) {
-        rank_code_points(work, raw + bases[k], kept[k], &ranks);
-        if (k == 0) t.alphabet = ranks;
-    }
+    rank_code_points(work, raw, kept[0], &ranks);
+    t.alphabet = ranks;
+    t.foreign = 0;
+    for (size_t k = 1; k < texts; k++) t.foreign |= rank_known(work, raw + bases[k], kept[k], t.alphabet);
     if (stop_after(work, total)) return -1;
-    return count_shared(work, &t, bases, scratch + 3 * texts, char_order, stride, out);
+    return count_shared(work, &t, char_order, stride, out);
 }
