@@ -16,6 +16,7 @@ from support import SEGMENT_TEXT, settings_strategy
 from test_kernels import kernels
 
 SMALL_ALPHABET = st.text(st.sampled_from("ab ."), max_size=300)  # low orders then go by code (alphabet^n small)
+WITH_FOREIGN_LETTERS = st.text(st.sampled_from("ab .!é"), max_size=300)  # letters a reference may lack
 
 
 @pytest.fixture(params=kernels())
@@ -25,8 +26,9 @@ def kernel(request, monkeypatch):
 
 
 @st.composite
-def segments(draw, text=SEGMENT_TEXT):
-    """Segments of one reference and 1-4 systems' hypotheses: generated, the reference itself, or a piece of it."""
+def segments(draw, text=SEGMENT_TEXT, hypothesis_text=None):
+    """Segments of one reference and 1-4 systems' hypotheses: generated (from hypothesis_text if given), the reference
+    itself, or a piece of it."""
     systems = draw(st.integers(1, 4))
     references, sets = [], [[] for _ in range(systems)]
     for _ in range(draw(st.integers(1, 4))):
@@ -34,7 +36,8 @@ def segments(draw, text=SEGMENT_TEXT):
         references.append(reference)
         for hypotheses in sets:
             start = draw(st.integers(0, len(reference)))
-            hypotheses.append(draw(st.sampled_from([draw(text), reference, reference[start:], reference[:start]])))
+            generated = draw(text if hypothesis_text is None else hypothesis_text)
+            hypotheses.append(draw(st.sampled_from([generated, reference, reference[start:], reference[:start]])))
     return sets, references
 
 
@@ -53,7 +56,8 @@ def test_each_systems_counts_are_its_own_naive_segment_counts(kernel, texts, cho
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(segments(SMALL_ALPHABET), st.integers(1, 10), st.integers(0, 3))
+@given(st.one_of(segments(SMALL_ALPHABET), segments(SMALL_ALPHABET, WITH_FOREIGN_LETTERS)), st.integers(1, 10),
+       st.integers(0, 3))
 def test_small_alphabets_and_repeats_count_as_the_naive_implementation(kernel, texts, char_order, word_order):
     sets, references = texts
     chosen = {"char_order": char_order, "word_order": word_order, "lowercase": False, "include_whitespace": False}
