@@ -1,6 +1,6 @@
 """The native kernel's files read in one order, the one kernel.h gives: every file includes and calls only files
 above it (so the file graph has no loop), every file is in the order, and the rules the kernel keeps once live in
-one file each (one pair table, one refinement step, one pause convention, one row pool)."""
+one file each (one pair table, one refinement step, one pause convention, one pool of threads)."""
 
 import re
 
@@ -77,7 +77,7 @@ def test_kernel_h_names_every_file_once_in_its_reading_order():
 
 
 def test_every_file_includes_and_calls_only_files_above_it():
-    assert {"intern_pair", "refine", "parallel_rows", "corpus_build", "count_segment"} <= set(definitions())
+    assert {"intern_pair", "refine", "run_pool", "parallel_rows", "corpus_build", "count_segment"} <= set(definitions())
     assert upward_violations() == []
 
 
@@ -96,6 +96,7 @@ def test_a_call_or_include_of_a_file_below_is_found(tmp_path):
     ("the refinement step's memo", r"memo\[0\] = unit", "classes.h"),
     ("the pause convention", r"static inline int pause_now\(", "kernel.h"),
     ("an n-gram's code from its units (the histogram start)", r"codes\[i\] \* \w+ \+ unit\[i\]", "classes.h"),
+    ("the pool of threads: threads started, waited for and woken", r"pthread_(?:create|join|cond_\w+)\(", "threads.c"),
 ])
 def test_each_rule_of_the_kernel_is_written_in_one_file(rule, pattern, home):
     files = sorted(path.name for path in NATIVE.glob("*.[ch]") if re.search(pattern, code_of(path)))

@@ -3,31 +3,24 @@
  * class ids per order, equal n-grams of any two texts sharing an id. Hypotheses identical to the references (MBR's
  * usual set-up: the samples are both) are counted once.
  *
- * Built as a wavefront on several threads: each kind (characters, words) is a chain of stages, its units (stage 0)
- * then orders 1, 2, ..., over chunks of texts; stage s of chunk k runs once stage s of chunk k - 1 and stage s - 1 of
- * chunk k are done. Each order has a pair table of its own, (class below, unit) -> class, touched only by that
- * order's stage, chunk after chunk in text order: the ids are exactly one thread's, whatever the number of threads.
+ * Built as a wavefront on the kernel's pool of threads (threads.c; its schedule here: take_stage, run_stage,
+ * finish_stage): each kind (characters, words) is a chain of stages, its units (stage 0) then orders 1, 2, ..., over
+ * chunks of texts; stage s of chunk k runs once stage s of chunk k - 1 and stage s - 1 of chunk k are done. Each
+ * order has a pair table of its own, (class below, unit) -> class, touched only by that order's stage, chunk after
+ * chunk in text order: the ids are exactly one thread's, whatever the number of threads.
  * A class's next-order class comes from the kernel's one refinement step (classes.h: refine), whose memo of the
  * first continuation keeps near-identical texts (MBR samples) away from the table.
  * Only the calling thread pauses. No Python here.
  */
-#define _POSIX_C_SOURCE 200809L /* clock_gettime under -std=c99 */
-
 #include "classes.h"
 #include "mbr.h"
 
-#include <errno.h>
-#include <pthread.h>
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define CHUNK_POINTS 8192u          /* code points per chunk of texts (at least one text) */
 #define THREADED_CHUNKS 4           /* fewer chunks: one thread builds (starting threads would cost more) */
 #define LONGEST_THREADED (1u << 20) /* a longer text: one thread, the caller's, which pauses within it */
-#define IDLE_NANOSECONDS 20000000L  /* how often the calling thread pauses while it waits for the others */
-#define IDLE_SPINS 256              /* looks for a free stage (yielding between) before a thread sleeps */
 
 /* One order's state, touched only by its stage, one chunk at a time. */
 typedef struct {
@@ -49,19 +42,16 @@ typedef struct {
     Work tokens;                 /* stage 0 of words: the token table */
     uint32_t token_ids;
     Order order[2][MAX_ORDERS];
-    /* the schedule, under lock */
-    pthread_mutex_t lock;
-    pthread_cond_t changed;
+    /* the schedule, under the pool's lock */
     size_t done[2][MAX_ORDERS + 1]; /* chunks each stage has done */
     int busy[2][MAX_ORDERS + 1];
     uint32_t published[2][MAX_ORDERS + 1]; /* an order's classes as of its last done chunk */
-    int stop;                              /* 1: the pause said stop; -1: out of memory */
+    uint32_t below[2][MAX_ORDERS + 1];     /* a running stage's: the classes below, as published when it was taken */
     size_t remaining;                      /* tasks not yet done */
     /* the calling thread's pauses */
     Pause pause;
     void *context;
     size_t units_done, next_pause;
-    struct timespec paused_at;
 } Build;
 
 /* Room for `count` values in a growable array, new values filled with `fill` (0 or 0xFF bytes). 0 or -1. */
@@ -170,75 +160,40 @@ static int runnable(const Build *b, int worker, int *kind, int *stage) {
     return nearest >= 0;
 }
 
-static void set_stop(Build *b, int why) {
-    if (why != 0 && b->stop >= 0) b->stop = why;
-    pthread_cond_broadcast(&b->changed);
+#define LANES (MAX_ORDERS + 1) /* a task's lane: kind * LANES + stage */
+
+/* The wavefront's schedule (threads.c's pool, under its lock): a runnable stage's next chunk, once no stage is left
+   -1. */
+static int take_stage(void *shared, int worker, Task *task) {
+    Build *b = shared;
+    int kind, stage;
+    if (b->remaining == 0) return -1;
+    if (!runnable(b, worker, &kind, &stage)) return 0;
+    b->busy[kind][stage] = 1;
+    b->below[kind][stage] = stage > 1 ? b->published[kind][stage - 1] : 0;
+    task->lane = kind * LANES + stage;
+    task->from = b->done[kind][stage];
+    task->to = task->from + 1;
+    return 1;
 }
 
-/* While it waits, the calling thread asks the pause every IDLE_NANOSECONDS (with the lock, released meanwhile). */
-static void wait_for_work(Build *b, int worker) {
-    if (worker != 0 || b->pause == NULL) {
-        pthread_cond_wait(&b->changed, &b->lock);
-        return;
-    }
-    struct timespec until = b->paused_at;
-    until.tv_nsec += IDLE_NANOSECONDS;
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
-    if (pthread_cond_timedwait(&b->changed, &b->lock, &until) != ETIMEDOUT) return;
-    clock_gettime(CLOCK_REALTIME, &b->paused_at);
-    pthread_mutex_unlock(&b->lock);
-    const int said = b->pause(b->context);
-    pthread_mutex_lock(&b->lock);
-    if (said) set_stop(b, 1);
+static int run_stage(void *shared, int worker, const Task *task) {
+    Build *b = shared;
+    const int kind = task->lane / LANES, stage = task->lane % LANES;
+    return stage == 0 ? units_stage(b, kind, task->from, worker)
+                      : order_stage(b, kind, stage, task->from, b->below[kind][stage], worker);
 }
 
-/* Take and run stages until every one is done or the build stops. */
-static void run_stages(Build *b, int worker) {
-    int spins = 0;
-    pthread_mutex_lock(&b->lock);
-    while (b->stop == 0 && b->remaining > 0) {
-        int kind, stage;
-        if (!runnable(b, worker, &kind, &stage)) {
-            if (spins++ < IDLE_SPINS) { /* a stage is about to be freed: an idle processor is slow to wake */
-                pthread_mutex_unlock(&b->lock);
-                sched_yield();
-                pthread_mutex_lock(&b->lock);
-            } else {
-                wait_for_work(b, worker);
-            }
-            continue;
-        }
-        spins = 0;
-        const size_t k = b->done[kind][stage];
-        const uint32_t below_ids = stage > 1 ? b->published[kind][stage - 1] : 0;
-        b->busy[kind][stage] = 1;
-        pthread_mutex_unlock(&b->lock);
-        const int status = stage == 0 ? units_stage(b, kind, k, worker)
-                                      : order_stage(b, kind, stage, k, below_ids, worker);
-        const uint32_t ids = stage > 0 ? b->order[kind][stage - 1].ids : 0;
-        pthread_mutex_lock(&b->lock);
-        b->busy[kind][stage] = 0;
-        b->done[kind][stage]++;
-        b->published[kind][stage] = ids;
-        b->remaining--;
-        set_stop(b, status);
-    }
-    pthread_mutex_unlock(&b->lock);
+static void finish_stage(void *shared, const Task *task) {
+    Build *b = shared;
+    const int kind = task->lane / LANES, stage = task->lane % LANES;
+    b->busy[kind][stage] = 0;
+    b->done[kind][stage]++;
+    b->published[kind][stage] = stage > 0 ? b->order[kind][stage - 1].ids : 0;
+    b->remaining--;
 }
 
-typedef struct {
-    Build *build;
-    int worker;
-} Stage;
-
-static void *stage_worker(void *argument) {
-    Stage *seat = argument;
-    run_stages(seat->build, seat->worker);
-    return NULL;
-}
+static const Schedule WAVEFRONT = {take_stage, run_stage, finish_stage};
 
 /* Chunks of about CHUNK_POINTS code points, whole texts each; the longest text's length into *longest. */
 static int chunk_texts(Build *b, size_t texts, size_t *longest) {
@@ -278,25 +233,7 @@ static int build_ids(Build *b, size_t counted, int threads) {
     b->tokens.pause_context = b->context;
     for (int kind = 0; kind < 2; kind++)
         if (b->orders[kind]) b->remaining += b->chunks * (size_t)(b->orders[kind] + 1);
-    if (pthread_mutex_init(&b->lock, NULL) != 0) return -1;
-    if (pthread_cond_init(&b->changed, NULL) != 0) {
-        pthread_mutex_destroy(&b->lock);
-        return -1;
-    }
-    clock_gettime(CLOCK_REALTIME, &b->paused_at);
-    pthread_t ids[MAX_THREADS];
-    Stage seats[MAX_THREADS];
-    int started = 0;
-    for (int w = 1; w < b->threads; w++) {
-        seats[w] = (Stage){b, w};
-        if (pthread_create(&ids[started], NULL, stage_worker, &seats[w]) != 0) break; /* fewer threads then */
-        started++;
-    }
-    run_stages(b, 0);
-    for (int k = 0; k < started; k++) pthread_join(ids[k], NULL);
-    pthread_cond_destroy(&b->changed);
-    pthread_mutex_destroy(&b->lock);
-    return b->stop;
+    return run_pool(b->threads, &WAVEFRONT, b, b->pause, b->context);
 }
 
 /* After the ids: classes per order, rows, column counts per row, totals per text and the longest text's n-grams. */

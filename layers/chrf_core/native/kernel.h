@@ -12,10 +12,10 @@
  *   4. counting.c    one hypothesis against one reference, order by order over the positions that can still match
  *   5. systems.c     one reference against several systems' hypotheses, the reference counted once
  *   6. double2.h     double-double arithmetic
- *   7. mbr.h         minimum Bayes risk decoding's types: the texts, the corpus, a run, the row pool
+ *   7. mbr.h         minimum Bayes risk decoding's types: the texts, the corpus, a run, the pool's schedules
  *   8. scores.c      scores in double-double, rounded once, undecided ones flagged for exact computation
- *   9. threads.c     the row pool: a task over rows in chunks on several threads
- *  10. corpus_ids.c  the corpus builder: every text's n-grams as class ids, a wavefront on several threads
+ *   9. threads.c     the one pool of threads, running a schedule's tasks; rows in chunks (parallel_rows)
+ *  10. corpus_ids.c  the corpus builder: every text's n-grams as class ids, a wavefront of stages on the pool
  *  11. corpus.c      an MBR call's run: the corpus and each thread's scratch, begun and ended; distinct n-grams
  *  12. pairwise.c    every hypothesis against every reference, through the references' postings
  *  13. aggregate.c   every hypothesis against the references' summed (or weighted) counts

@@ -1,6 +1,6 @@
 /* Minimum Bayes risk decoding: many texts scored against many (pairwise.c, aggregate.c), from every text's n-grams
    counted once (corpus_ids.c builds the corpus, corpus.c begins and ends a run), with scores in double-double
-   arithmetic (scores.c), rows on several threads (threads.c). No Python here. */
+   arithmetic (scores.c), on the one pool of threads (threads.c). No Python here. */
 #ifndef CHRF_MBR_H
 #define CHRF_MBR_H
 
@@ -119,11 +119,31 @@ int run_begin(Run *run, const Texts *texts, const Scoring *scoring, int threads,
    freed; the status. */
 int run_end(Run *run, Flagged *flagged, int status);
 
+/* A task of a schedule: rows [from, to) (parallel_rows), or a stage (`lane`) over its chunk `from` (corpus_ids.c). */
+typedef struct {
+    size_t from, to;
+    int lane;
+} Task;
+
+/* What the pool runs. `take`, under the pool's lock, gives worker `worker` a task (1), none yet (0: the worker waits
+   until a task ends) or says there are no more (-1); `run` runs it outside the lock: 0; 1 when the pause said stop;
+   -1 when it failed; `finish` (or NULL) records its end, under the lock again. */
+typedef struct {
+    int (*take)(void *shared, int worker, Task *task);
+    int (*run)(void *shared, int worker, const Task *task);
+    void (*finish)(void *shared, const Task *task);
+} Schedule;
+
+/* The kernel's one pool: a schedule's tasks on `threads` threads (clamped to MAX_THREADS), the calling one included,
+   which alone asks `pause`, while it waits for a task. 0; 1 when a task or the pause said stop; -1 when a task
+   failed. */
+int run_pool(int threads, const Schedule *schedule, void *shared, Pause pause, void *context);
+
 /* Rows [from, to) of a task, on worker `worker` (0 .. threads - 1): 0, or -1 when out of memory. */
 typedef int (*RowsTask)(void *shared, int worker, size_t from, size_t to);
 
-/* Run task over rows 0..rows-1 in chunks of `chunk` rows on `threads` threads (the calling one included, which alone
-   pauses, between its chunks). 0; 1 when the pause said stop; -1 when a task failed. */
+/* Run task over rows 0..rows-1 in chunks of `chunk` rows on the pool's `threads` threads (the calling one included,
+   which alone pauses, between its chunks). 0; 1 when the pause said stop; -1 when a task failed. */
 int parallel_rows(size_t rows, size_t chunk, int threads, RowsTask task, void *shared, Pause pause, void *context);
 
 #endif

@@ -1,18 +1,30 @@
 /*
- * The row pool of MBR calls: a task run over rows in chunks on several threads, the calling one pausing (kernel.h's
- * convention) between its chunks. pairwise.c and aggregate.c score their rows on it. No Python here.
+ * The kernel's one pool of threads: a schedule's tasks taken and run on several threads, the calling one included,
+ * which alone pauses (kernel.h's convention). Two schedules run on it: rows in chunks (parallel_rows, which
+ * pairwise.c and aggregate.c score on) and corpus_ids.c's wavefront of stages. No Python here.
  */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime under -std=c99 */
+
 #include "mbr.h"
 
+#include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <string.h>
+#include <time.h>
+
+#define IDLE_NANOSECONDS 20000000L /* how often the calling thread pauses while it waits for a task */
+#define IDLE_SPINS 256             /* looks for a task (yielding between) before a thread sleeps */
 
 typedef struct {
     pthread_mutex_t lock;
-    size_t next, rows, chunk;
-    int stop; /* 1: the pause said stop; -1: a task failed */
-    RowsTask task;
+    pthread_cond_t changed; /* a task ended, or the pool stops */
+    int stop;               /* 1: the pause said stop; -1: a task failed */
+    const Schedule *schedule;
     void *shared;
+    Pause pause;
+    void *context;
+    struct timespec paused_at;
 } Pool;
 
 typedef struct {
@@ -20,54 +32,129 @@ typedef struct {
     int worker;
 } Seat;
 
-static int take(Pool *pool, size_t *from, size_t *to) {
-    pthread_mutex_lock(&pool->lock);
-    const int more = !pool->stop && pool->next < pool->rows;
-    if (more) {
-        *from = pool->next;
-        *to = pool->rows - pool->next > pool->chunk ? pool->next + pool->chunk : pool->rows;
-        pool->next = *to;
-    }
-    pthread_mutex_unlock(&pool->lock);
-    return more;
-}
-
 static void stop(Pool *pool, int why) {
-    pthread_mutex_lock(&pool->lock);
-    if (pool->stop >= 0) pool->stop = why;
-    pthread_mutex_unlock(&pool->lock);
+    if (why != 0 && pool->stop >= 0) pool->stop = why;
 }
 
-static void *work_rows(void *argument) {
+/* While it waits, the calling thread asks the pause every IDLE_NANOSECONDS (the lock released meanwhile). */
+static void wait_for_task(Pool *pool, int worker) {
+    if (worker != 0 || pool->pause == NULL) {
+        pthread_cond_wait(&pool->changed, &pool->lock);
+        return;
+    }
+    struct timespec until = pool->paused_at;
+    until.tv_nsec += IDLE_NANOSECONDS;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    if (pthread_cond_timedwait(&pool->changed, &pool->lock, &until) != ETIMEDOUT) return;
+    clock_gettime(CLOCK_REALTIME, &pool->paused_at);
+    pthread_mutex_unlock(&pool->lock);
+    const int said = pool->pause(pool->context);
+    pthread_mutex_lock(&pool->lock);
+    if (said) {
+        stop(pool, 1);
+        pthread_cond_broadcast(&pool->changed);
+    }
+}
+
+/* Take and run tasks until the schedule has none left or the pool stops. */
+static void *work(void *argument) {
     Seat *seat = argument;
-    size_t from, to;
-    while (take(seat->pool, &from, &to))
-        if (seat->pool->task(seat->pool->shared, seat->worker, from, to) < 0) stop(seat->pool, -1);
+    Pool *pool = seat->pool;
+    const Schedule *schedule = pool->schedule;
+    int spins = 0;
+    Task task;
+    pthread_mutex_lock(&pool->lock);
+    while (pool->stop == 0) {
+        const int taken = schedule->take(pool->shared, seat->worker, &task);
+        if (taken < 0) break;
+        if (taken == 0) {
+            if (spins++ < IDLE_SPINS) { /* a task is about to end: an idle processor is slow to wake */
+                pthread_mutex_unlock(&pool->lock);
+                sched_yield();
+                pthread_mutex_lock(&pool->lock);
+            } else {
+                wait_for_task(pool, seat->worker);
+            }
+            continue;
+        }
+        spins = 0;
+        pthread_mutex_unlock(&pool->lock);
+        const int status = schedule->run(pool->shared, seat->worker, &task);
+        pthread_mutex_lock(&pool->lock);
+        if (schedule->finish != NULL) {
+            schedule->finish(pool->shared, &task);
+            pthread_cond_broadcast(&pool->changed);
+        }
+        stop(pool, status);
+    }
+    pthread_cond_broadcast(&pool->changed); /* the others, waiting, see the stop or the end */
+    pthread_mutex_unlock(&pool->lock);
     return NULL;
 }
 
-int parallel_rows(size_t rows, size_t chunk, int threads, RowsTask task, void *shared, Pause pause, void *context) {
+int run_pool(int threads, const Schedule *schedule, void *shared, Pause pause, void *context) {
     Pool pool;
     memset(&pool, 0, sizeof pool);
     if (pthread_mutex_init(&pool.lock, NULL) != 0) return -1;
-    pool.rows = rows;
-    pool.chunk = chunk ? chunk : 1;
-    pool.task = task;
+    if (pthread_cond_init(&pool.changed, NULL) != 0) {
+        pthread_mutex_destroy(&pool.lock);
+        return -1;
+    }
+    pool.schedule = schedule;
     pool.shared = shared;
+    pool.pause = pause;
+    pool.context = context;
+    clock_gettime(CLOCK_REALTIME, &pool.paused_at);
     pthread_t ids[MAX_THREADS];
     Seat seats[MAX_THREADS];
     int started = 0;
-    for (int w = 1; w < threads && w < MAX_THREADS && (size_t)w * pool.chunk < rows; w++) {
+    for (int w = 1; w < threads && w < MAX_THREADS; w++) {
         seats[w] = (Seat){&pool, w};
-        if (pthread_create(&ids[started], NULL, work_rows, &seats[w]) != 0) break; /* fewer threads then */
+        if (pthread_create(&ids[started], NULL, work, &seats[w]) != 0) break; /* fewer threads then */
         started++;
     }
-    size_t from, to;
-    while (take(&pool, &from, &to)) {
-        if (task(shared, 0, from, to) < 0) stop(&pool, -1);
-        else if (pause != NULL && pause(context)) stop(&pool, 1);
-    }
+    seats[0] = (Seat){&pool, 0};
+    work(&seats[0]);
     for (int k = 0; k < started; k++) pthread_join(ids[k], NULL);
+    pthread_cond_destroy(&pool.changed);
     pthread_mutex_destroy(&pool.lock);
     return pool.stop;
+}
+
+/* Rows in chunks: the schedule of parallel_rows. */
+typedef struct {
+    size_t next, rows, chunk;
+    RowsTask task;
+    void *shared;
+    Pause pause;
+    void *context;
+} Rows;
+
+static int take_rows(void *shared, int worker, Task *task) {
+    Rows *rows = shared;
+    (void)worker;
+    if (rows->next >= rows->rows) return -1;
+    task->from = rows->next;
+    task->to = rows->rows - rows->next > rows->chunk ? rows->next + rows->chunk : rows->rows;
+    rows->next = task->to;
+    return 1;
+}
+
+/* A chunk of rows; then, on the calling thread, the pause. */
+static int run_rows(void *shared, int worker, const Task *task) {
+    const Rows *rows = shared;
+    if (rows->task(rows->shared, worker, task->from, task->to) < 0) return -1;
+    return worker == 0 && rows->pause != NULL && rows->pause(rows->context) ? 1 : 0;
+}
+
+static const Schedule ROWS = {take_rows, run_rows, NULL};
+
+int parallel_rows(size_t rows, size_t chunk, int threads, RowsTask task, void *shared, Pause pause, void *context) {
+    Rows schedule = {0, rows, chunk ? chunk : 1, task, shared, pause, context};
+    const size_t useful = (rows + schedule.chunk - 1) / schedule.chunk; /* more threads would find no chunk */
+    if ((size_t)threads > useful) threads = useful ? (int)useful : 1;
+    return run_pool(threads, &ROWS, &schedule, NULL, NULL);
 }
