@@ -95,7 +95,19 @@ static void *work(void *argument) {
     return NULL;
 }
 
+/* One thread: the tasks in turn, without a lock (a task that cannot be taken now never could be: none is running). */
+static int run_alone(const Schedule *schedule, void *shared) {
+    int status = 0;
+    Task task;
+    while (status == 0 && schedule->take(shared, 0, &task) > 0) {
+        status = schedule->run(shared, 0, &task);
+        if (schedule->finish != NULL) schedule->finish(shared, &task);
+    }
+    return status;
+}
+
 int run_pool(int threads, const Schedule *schedule, void *shared, Pause pause, void *context) {
+    if (threads <= 1) return run_alone(schedule, shared);
     Pool pool;
     memset(&pool, 0, sizeof pool);
     if (pthread_mutex_init(&pool.lock, NULL) != 0) return -1;
