@@ -165,11 +165,15 @@ def test_texts_with_more_distinct_units_than_the_kernels_histograms_hold_are_cou
     rng.shuffle(points)
     characters = "".join(points)
     words = " ".join(f"w{k}" for k in range(600_000))  # more distinct word tokens than 2^19
+    native = chrf_core.kernel.KERNELS["native"]
     for hypothesis, reference, char_order, word_order in [
             (characters, characters[1000:] + characters[:1000], 6, 0),
             (characters[::2], characters, 4, 0),
             (words, words.replace("w12 ", "x12 "), 0, 2),
             (words[: len(words) // 3], words, 2, 3)]:
         settings = chrf_core.CHRF(char_order=char_order, word_order=word_order)
-        native = chrf_core.kernel.KERNELS["native"].count([hypothesis], [reference], settings)
-        assert native == chrf_core.kernel.KERNELS["python"].count([hypothesis], [reference], settings)
+        assert native.count([hypothesis], [reference], settings) == chrf_core.kernel.KERNELS["python"].count(
+            [hypothesis], [reference], settings)
+        sets = [[hypothesis], [reference[::-1]]]  # several systems: the reference's units as the classes
+        assert native.system_counts(sets, [reference], settings).tolist() == [
+            native.segment_counts(hypotheses, [reference], settings).tolist() for hypotheses in sets]

@@ -61,9 +61,11 @@ static inline uint32_t refine(uint32_t memo[2], PairTable *pairs, DirectSlot *di
 }
 
 /* refine for one segment's classes (counting.c, systems.c): the direct table while classes * alphabet fits it
-   (`direct`), a new class of the next order cleared. */
+   (`direct`), a new class of the next order cleared. A member continuing as the first did returns before the
+   tables are as much as looked at (refine's first test, asked first here, where positions pass by the million). */
 static inline uint32_t continuation(Work *work, int direct, uint32_t alphabet, ClassInfo *now, ClassInfo *next,
                                     uint32_t c, uint32_t unit, uint32_t *classes, int find) {
+    if (now[c].memo[0] == unit) return now[c].memo[1];
     return refine(now[c].memo, &work->pairs, direct ? work->direct : NULL, work->direct_stamp, alphabet, c, unit,
                   classes, find, next);
 }
@@ -102,8 +104,8 @@ static inline size_t counted_length(const Segment *t, size_t k) {
     return t->identical != NULL && t->identical[k] ? 0 : t->lengths[k];
 }
 
-/* Order 1 for an alphabet too large for the histograms: a unit's class is the unit itself (classes_out: the
-   alphabet). Returns 1, the start order. */
+/* Order 1 for an alphabet too large for the histograms (over DIRECT_SLOTS units): a unit's class is the unit itself
+   (classes_out: the alphabet). Returns 1, the start order. */
 static inline int classes_of_units(Work *work, const Segment *t, uint32_t *classes_out) {
     ClassInfo *info = work->info[0];
     for (uint32_t c = 0; c < t->alphabet; c++) {
@@ -182,7 +184,7 @@ static inline int count_by_code(Work *work, const Segment *t, int orders, int64_
     const size_t limit = total < DIRECT_SLOTS ? total : DIRECT_SLOTS;
     int start = 1;
     for (uint64_t span = base; start < orders && span * base <= limit; span *= base) start++;
-    if (start == 1) return classes_of_units(work, t, classes_out);
+    if (base > DIRECT_SLOTS) return classes_of_units(work, t, classes_out); /* else base <= text 0's length + 1 */
     uint32_t *const counts_0 = work->histogram[0], *const counts_k = work->histogram[1];
     size_t span = 1;
     for (int n = 1; n <= start; n++) {

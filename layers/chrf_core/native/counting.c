@@ -148,7 +148,7 @@ static int count_orders(Work *work, Sides s, int swap, int orders, int64_t *out)
     int now = 0;
     size_t look_ahead_below = SIZE_MAX; /* after a look-ahead that settled little, wait until half the positions go */
     uint32_t classes_before = 0;
-    const uint32_t alphabet = s.alphabet;
+    const uint32_t width = s.alphabet + 1; /* the direct table's rows: every unit of side 0, and side 1's foreign one */
     const uint32_t *const units_a = s.units[0], *const units_b = s.units[1];
     uint32_t *const cls_a = s.cls[0], *const cls_b = s.cls[1], *const alive_a = s.alive[0], *const alive_b = s.alive[1];
     const size_t length_a = s.lengths[0], length_b = s.lengths[1];
@@ -166,7 +166,7 @@ static int count_orders(Work *work, Sides s, int swap, int orders, int64_t *out)
             2 * settle_alike(info, classes, &s, n, orders, paired) < alive_count)
             look_ahead_below = alive_count / 2;
         classes_before = classes;
-        const int direct = (uint64_t)classes * alphabet <= DIRECT_SLOTS; /* (class, unit) indexes it: no hashing */
+        const int direct = (uint64_t)classes * width <= DIRECT_SLOTS; /* (class, unit) indexes it: no hashing */
         if (direct)
             new_direct_generation(work);
         else
@@ -179,7 +179,7 @@ static int count_orders(Work *work, Sides s, int swap, int orders, int64_t *out)
             if (!info[c].count[1] || i + (size_t)n >= length_a || (info[c].count[0] == 1 && info[c].count[1] == 1) ||
                 info[c].memo[0] == SETTLED)
                 continue;
-            uint32_t child = continuation(work, direct, alphabet, info, next, c, units_a[i + n], &next_classes, 0);
+            uint32_t child = continuation(work, direct, width, info, next, c, units_a[i + n], &next_classes, 0);
             cls_a[i] = child;
             next[child].count[0]++;
             next_partner[child] = i;
@@ -194,8 +194,7 @@ static int count_orders(Work *work, Sides s, int swap, int orders, int64_t *out)
                 paired[n + 1 + alike_beyond(units_a, length_a, units_b, length_b, partner[c], j, n, orders)] -= 1;
                 continue;
             }
-            if (units_b[j + n] == alphabet) continue; /* a unit side 0 lacks */
-            uint32_t child = continuation(work, direct, alphabet, info, next, c, units_b[j + n], &next_classes, 1);
+            uint32_t child = continuation(work, direct, width, info, next, c, units_b[j + n], &next_classes, 1);
             if (child == NO_CLASS) continue;
             cls_b[j] = child;
             next[child].count[1]++;
