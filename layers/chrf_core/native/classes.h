@@ -61,8 +61,9 @@ static inline uint32_t refine(uint32_t memo[2], PairTable *pairs, DirectSlot *di
 }
 
 /* refine for one segment's classes (counting.c, systems.c): the direct table while classes * alphabet fits it
-   (`direct`), a new class of the next order cleared. A member continuing as the first did returns before the
-   tables are as much as looked at (refine's first test, asked first here, where positions pass by the million). */
+   (`direct`), a new class of the next order cleared. A member that continues as the first did returns before any
+   of the tables' arguments are worked out (refine's first test, asked first here, where positions pass by the
+   million). */
 static inline uint32_t continuation(Work *work, int direct, uint32_t alphabet, ClassInfo *now, ClassInfo *next,
                                     uint32_t c, uint32_t unit, uint32_t *classes, int find) {
     if (now[c].memo[0] == unit) return now[c].memo[1];
@@ -167,14 +168,14 @@ static inline int64_t match_codes(uint32_t *codes, const uint32_t *unit, size_t 
 }
 
 /*
- * Where the passes start (counting.c, systems.c): orders 1..start-1 counted without classes. While
- * (alphabet + 1)^n is small, an n-gram is exactly the number whose digits are its units, so its occurrences are a
- * histogram entry (work->histogram: text 0's, then each other text's in turn, left cleared) and a low order costs
- * one sequential pass; text k's matches at order n go to out[stride * (k - 1) + 3 * (n - 1) + 2]. At the start
- * order, the n-grams text 0 shares with another text become the classes the passes continue from: info and
- * partner (text 0's position) of buffer 0, with count[0] text 0's occurrences and count[1] the other texts'
- * together; the positions of such n-grams alive (alive_counts), each with its class. Returns the start order, 0
- * when nothing matches from some order on, or -1 when interrupted.
+ * Where the passes start (counting.c, systems.c): orders 1..start-1 counted without classes. While base^n is small
+ * (base: alphabet + 1, or alphabet; Segment), an n-gram is exactly the number whose digits are its units, so its
+ * occurrences are a histogram entry (work->histogram: text 0's, then each other text's in turn, left cleared) and a
+ * low order costs one sequential pass; text k's matches at order n go to out[stride * (k - 1) + 3 * (n - 1) + 2].
+ * At the start order, the n-grams text 0 shares with another text become the classes the passes continue from:
+ * info and partner (text 0's position) of buffer 0, with count[0] text 0's occurrences and count[1] the other
+ * texts' together; the positions of such n-grams alive (alive_counts), each with its class. Returns the start
+ * order, 0 when nothing matches from some order on, or -1 when interrupted.
  */
 static inline int count_by_code(Work *work, const Segment *t, int orders, int64_t *out, size_t stride,
                                 uint32_t *classes_out) {
