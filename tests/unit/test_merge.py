@@ -39,7 +39,7 @@ def test_counts_survive_a_json_round_trip():
 def test_merging_counts_made_with_different_settings_is_an_error():
     one = chrf_core.service.compute_counts({"hypotheses": ["a"], "references": ["a"]})
     other = chrf_core.service.compute_counts({"hypotheses": ["a"], "references": ["a"], "beta": 3})
-    with pytest.raises(ValueError, match="settings differ"):
+    with pytest.raises(ValueError, match=r"statistics of other settings \(beta 2 vs 3\)"):
         chrf_core.Counts.merge([one, other])
 
 
@@ -54,7 +54,9 @@ def test_merging_nothing_is_an_error():
         None,
         {"settings": Settings().as_dict(), "segment_count": 1},
         {"settings": {}, "segment_count": 1, "orders": []},
-        {"settings": Settings().as_dict(), "segment_count": 0, "orders": [[0, 0, 0]] * 6},
+        {"settings": Settings().as_dict(), "segment_count": -1, "orders": [[0, 0, 0]] * 6},
+        {"settings": Settings().as_dict(), "segment_count": 0, "orders": [[1, 1, 1]] + [[0, 0, 0]] * 5},
+        {"version": 2, "settings": Settings().as_dict(), "segment_count": 1, "orders": [[0, 0, 0]] * 6},
         {"settings": Settings().as_dict(), "segment_count": 1, "orders": [[0, 0, 0]] * 5},
         {"settings": Settings().as_dict(), "segment_count": 1, "orders": [[1, 1, 2]] * 6},
         {"settings": Settings().as_dict(), "segment_count": 1, "orders": [[1, -1, 0]] * 6},

@@ -18,6 +18,7 @@ from .contract import TEXT_SIDES
 
 MAX_SHOWN = 64
 LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+REPORTED = re.compile(r"chrf_core\.errors\.InvalidInputError: (\{\"code\": \"invalid_input\".*\})$", re.MULTILINE)
 
 
 def shown(text: str, limit: int = MAX_SHOWN) -> str:
@@ -72,6 +73,26 @@ class InvalidInputError(ValueError):
                                   caller_key=self.caller_key)
         error.relayed_message, error.args, error.json_text = self.relayed_message, self.args, True
         return error
+
+    @classmethod
+    def found_in(cls, error: BaseException) -> InvalidInputError | None:
+        """The InvalidInputError an engine's exception carries from a worker (as its cause, in Ray's ``cause``, or
+        as the text of one raised :meth:`reported`, which Spark passes on as text), relayed; None if none."""
+        seen: set[int] = set()
+        pending: list[Any] = [error]
+        while pending:
+            current = pending.pop()
+            if current is None or id(current) in seen:
+                continue
+            seen.add(id(current))
+            if type(current) is InvalidInputError:  # not an engine's class made to look like it (Ray's)
+                return cls.relayed(current.field, current.message, current.line)
+            pending += [getattr(current, "cause", None), current.__context__, current.__cause__]
+        reported = REPORTED.findall(str(error))  # the last: the worker's own error, under any chained before it
+        if not reported:
+            return None
+        body = json.loads(reported[-1])
+        return cls.relayed(body.get("field"), body["message"], body.get("line"))
 
     def __str__(self) -> str:
         return json.dumps(self.to_dict(), ensure_ascii=False) if self.json_text else super().__str__()

@@ -40,7 +40,7 @@ from .counts import Counts, count_segments, system_counts
 from .errors import InvalidInputError
 from .formula import exact_score, float_scores
 from .report import Report, report_of
-from .settings import ChrfSettings
+from .settings import ChrfSettings, difference
 from .streams import References, best_of, best_rows, chunks_of, present, segment_rows, sides_of
 from .texts import check_chunk, check_flag, check_side, normalized
 
@@ -248,7 +248,10 @@ class CHRF(ChrfSettings):
         return parts[0] if len(parts) == 1 else numpy.concatenate(parts, axis=1)
 
     def report(self, counts: Counts) -> Report:
-        """The report of counts made with these settings (:meth:`corpus_counts`, merged ones, read-back ones)."""
+        """The report of counts made with these settings (:meth:`corpus_counts`, merged ones, read-back ones): as
+        :meth:`corpus_score` of the same segments, at least one."""
         if counts.settings != self:
-            raise ValueError(f"report: counts made with other settings ({counts.settings.as_dict()})")
+            raise ValueError(f"report: counts made with other settings ({difference(self, counts.settings)})")
+        if counts.segment_count == 0:
+            raise InvalidInputError(TEXT_KEYS[0], "at least 1 segment, got 0")
         return report_of(counts)

@@ -10,7 +10,7 @@ import math
 from dataclasses import InitVar, dataclass
 from typing import Any, Self
 
-from .contract import AVERAGINGS, INTEGER_RANGES, NORMALIZATIONS, SETTING_KEYS, TOOL, VERSION
+from .contract import AVERAGINGS, INTEGER_RANGES, NORMALIZATIONS, SETTING_KEYS, TOOL, VERSION, Settings
 from .errors import InvalidInputError, describe, unknown_key_error
 
 
@@ -145,3 +145,30 @@ def _integer(key: str, value: Any, low: int, high: int) -> int:
         shown_value = value if abs(value) < 10**15 else "a number out of range"
         raise InvalidInputError(key, f"must be an integer from {low} to {high}, got {shown_value}")
     return value
+
+
+# ---- settings as stored statistics carry them (Counts.to_dict, Counts.to_arrow) --------------------------------
+
+
+def stored(settings: Settings) -> dict[str, int | bool | str | None]:
+    """Every setting that changes a count, as stored statistics carry them: the contract's, then ``normalize``."""
+    return {**settings.as_dict(), "normalize": settings.normalize}
+
+
+def of_stored(values: Any, subject: str = "counts") -> ChrfSettings:
+    """Settings read back from :func:`stored`'s form (``normalize`` may be absent: None), integers as integers: a
+    ValueError naming ``subject`` and what is wrong."""
+    keys = set(values) if isinstance(values, dict) else set()
+    if not keys or keys - {"normalize"} != set(SETTING_KEYS) or any(
+            type(values[key]) is not int for key in INTEGER_RANGES):
+        raise ValueError(f"{subject}: settings must name every setting, integers as integers")
+    try:
+        return ChrfSettings(**values)
+    except InvalidInputError as error:
+        raise ValueError(f"{subject}: {error.message}") from None
+
+
+def difference(settings: Settings, other: Settings) -> str:
+    """The settings that differ between two, named with both values: ``beta 2 vs 3``."""
+    return ", ".join(f"{key} {getattr(settings, key)!r} vs {getattr(other, key)!r}"
+                     for key in (*SETTING_KEYS, "normalize") if getattr(settings, key) != getattr(other, key))
