@@ -5,6 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 SAM_VENV := .venv-sam
 MBRS_VENV := .venv-mbrs
+ENGINES_VENV := .venv-engines
 SAM := $(SAM_VENV)/bin/sam
 ARM64_PYTHON := .cache/arm64-python
 # sam build runs the python3.13 builder, which needs python3.13 on PATH; pyenv keeps one here. Its headers are
@@ -17,7 +18,7 @@ export AWS_DEFAULT_REGION ?= us-east-1
 export AWS_REGION ?= $(AWS_DEFAULT_REGION)
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: setup setup-dev setup-sam setup-mbrs setup-system kernel run test lint build arm64-python dist wheelhouse sam-local bench bench-counts sanitize clean
+.PHONY: setup setup-dev setup-sam setup-mbrs setup-engines setup-system kernel run test test-engines lint build arm64-python dist wheelhouse sam-local bench bench-counts sanitize clean
 
 # What running needs: the runtime dependencies and the command line (with the host's native kernel).
 setup: $(VENV)/.installed kernel
@@ -41,6 +42,18 @@ $(MBRS_VENV)/.installed: requirements-mbrs.txt
 	$(MBRS_VENV)/bin/pip install -q -r requirements-mbrs.txt 2>&1 | grep -v -e 'is ignored: it is neither' >&2; \
 	if $(MBRS_VENV)/bin/python -c 'import mbrs.metrics' 2>/dev/null; then touch $@; else \
 		echo "make setup-mbrs: mbrs did not install (see above); its tests will say so" >&2; rm -rf $(MBRS_VENV); fi
+
+# The engines (Ray, Spark, Dask, PyTorch's CPU build with torchmetrics; about 2 GB) in their own environment, for the
+# tests of chrf_core.ray, .spark, .dask and .torchmetrics on the engines themselves, with this clone's layer on the
+# path (a .pth file: the engines' own worker processes import it too). Spark needs Java 17 (java on PATH).
+setup-engines: $(ENGINES_VENV)/.installed
+$(ENGINES_VENV)/.installed: requirements-engines.txt
+	@echo "== make setup-engines: Ray, Spark, Dask, PyTorch (CPU) and torchmetrics into .venv-engines (about 2 GB, a minute or two) =="
+	@rm -rf $(ENGINES_VENV) && $(PYTHON) -m venv $(ENGINES_VENV) && \
+	$(ENGINES_VENV)/bin/pip install -q -r requirements-engines.txt 2>&1 | grep -v -e 'is ignored: it is neither' >&2; \
+	if $(ENGINES_VENV)/bin/python -c 'import ray.data, pyspark, dask.dataframe, distributed, torchmetrics' 2>/dev/null; then \
+		echo "$(abspath layers/chrf_core)" > "$$($(ENGINES_VENV)/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/chrf_components_layer.pth" && touch $@; \
+	else echo "make setup-engines: the engines did not install (see above); their tests will say so" >&2; rm -rf $(ENGINES_VENV); fi
 
 # What testing needs on top: test tools, linters, sacreBLEU for the comparisons.
 setup-dev: $(VENV)/.installed-dev
@@ -187,11 +200,19 @@ UNIT_ALONE := PYTHONPATH=tests/without CHRF_WITHOUT=$(WITHOUT_SERVICE) $(BIN)/py
 # Everything, under both counting kernels: the suite with the native kernel (which must load), then the layer,
 # handler and pipeline tests again with the pure-Python kernel (the layer's tests in the library's own environment;
 # the local pipeline's command-line runs, which count as the pipeline tests beside them do, only once).
-test: setup-system lint build arm64-python dist wheelhouse setup-mbrs
+test: setup-system lint build arm64-python dist wheelhouse setup-mbrs setup-engines
 	CHRF_REQUIRE_BUILD=1 $(BIN)/python -m pytest
+	$(MAKE) --no-print-directory test-engines
 	$(MAKE) --no-print-directory sam-local
 	CHRF_CORE_NATIVE=0 $(UNIT_ALONE)
 	CHRF_CORE_NATIVE=0 $(BIN)/python -m pytest tests/handler tests/pipeline --ignore=tests/pipeline/test_local_pipeline.py
+
+# The engines' tests (tests/engines) in .venv-engines: Ray (2 CPUs), Spark (local[2]), Dask and torchmetrics, each
+# against one process's numbers; the docs' examples (docs/at-scale.md) among them. CHRF_ENGINES=1: an engine that
+# does not import fails its tests instead of skipping them.
+test-engines: setup-engines kernel
+	@[ -x $(ENGINES_VENV)/bin/python ] || { echo "make test-engines: no .venv-engines (make setup-engines failed above)"; exit 1; }
+	CHRF_ENGINES=1 $(ENGINES_VENV)/bin/python -m pytest -p no:cacheprovider tests/engines
 
 bench: setup-dev
 	$(BIN)/python tests/benchmark.py
@@ -216,4 +237,4 @@ sanitize: setup-dev
 	LD_PRELOAD="$$(gcc -print-file-name=libtsan.so)" $(BIN)/python tests/native/sanitize_threads.py .cache/sanitize-threads
 
 clean:
-	rm -rf $(VENV) $(SAM_VENV) $(MBRS_VENV) .aws-sam .cache .pytest_cache .ruff_cache .mypy_cache .hypothesis build $(DIST) $(HOST_KERNEL)
+	rm -rf $(VENV) $(SAM_VENV) $(MBRS_VENV) $(ENGINES_VENV) .aws-sam .cache .pytest_cache .ruff_cache .mypy_cache .hypothesis build $(DIST) $(HOST_KERNEL)

@@ -328,8 +328,9 @@ def report(counts: Counts) -> Report:
 
 @contextmanager
 def in_worker(where: str | None = None) -> Iterator[None]:
-    """Our errors, raised in an engine's worker, in a form every engine passes back to the driver: the text of an
-    error :meth:`InvalidInputError.reported` (``where`` first: ``partition 3: hyp[17]: ...``)."""
+    """Our errors, raised in an engine's worker (``where`` first: ``partition 3: hyp[17]: ...``), in the one form
+    every engine passes back: text (Ray keeps a worker's exception but not its cause; Spark only its traceback's
+    text), the error's JSON body (:meth:`InvalidInputError.reported`), which :func:`on_driver` reads back."""
     try:
         yield
     except InvalidInputError as error:

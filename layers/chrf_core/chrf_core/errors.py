@@ -76,8 +76,8 @@ class InvalidInputError(ValueError):
 
     @classmethod
     def found_in(cls, error: BaseException) -> InvalidInputError | None:
-        """The InvalidInputError an engine's exception carries from a worker (as its cause, in Ray's ``cause``, or
-        as the text of one raised :meth:`reported`, which Spark passes on as text), relayed; None if none."""
+        """The InvalidInputError an engine's exception carries from a worker (itself, as its cause, or as the text
+        of one raised :meth:`reported`, which is all that Ray and Spark pass back), relayed; None if none."""
         seen: set[int] = set()
         pending: list[Any] = [error]
         while pending:

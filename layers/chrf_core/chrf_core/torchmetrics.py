@@ -91,9 +91,12 @@ class CHRFScore(Metric):  # type: ignore[misc]
 
     def update(self, preds: str | Sequence[str], target: Sequence[str] | Sequence[Sequence[str]]) -> None:
         """Adds a batch: ``preds`` its hypotheses, ``target`` each one's references (as torchmetrics' CHRFScore:
-        a flat list of str is one reference per segment, or the references of a single segment)."""
+        a flat list of str is one reference per segment, or the references of a single segment). An empty batch
+        (a process without data this step) adds nothing."""
         hypotheses = [preds] if isinstance(preds, str) else list(preds)
         references: list[Any] = list(target)
+        if not hypotheses and not references:
+            return
         if all(isinstance(reference, str) for reference in references):
             references = [references] if len(hypotheses) == 1 else [[reference] for reference in references]
         counts = self.chrf.corpus_counts(hypotheses, references, references_per_segment=True)

@@ -1,0 +1,125 @@
+"""chrf_core.dask on Dask DataFrames (the local scheduler, and a distributed LocalCluster on loopback): corpus scores
+byte for byte one process's for every partitioning, row scores and MBR rows equal to the library's calls, bad input
+as our error naming the column, row and partition."""
+
+import json
+
+import pytest
+from conftest import CASES, CORPUS, PARTITIONINGS, REFERENCE_COLUMNS, expected, expected_scores, mbr_sets, need, split
+
+pa = need("pyarrow")
+pd = need("pandas")
+dd = need("dask.dataframe")
+
+from chrf_core import CHRF, InvalidInputError  # noqa: E402
+from chrf_core import dask as chrf_dask  # noqa: E402
+
+TEXT = pd.ArrowDtype(pa.string())
+TEXTS = pd.ArrowDtype(pa.list_(pa.string()))
+NUMBERS = pd.ArrowDtype(pa.list_(pa.float64()))
+
+
+def pandas_part(part, types=None):
+    types = types or {name: ("int64" if name == "id" else TEXT) for name in part}
+    return pd.DataFrame({name: pd.Series(values, dtype=types[name]) for name, values in part.items()})
+
+
+def frame(columns, parts, types=None):
+    """A Dask DataFrame of exactly these partitions: the corpus cut as ``split`` cuts it (empty parts included)."""
+    data = dd.from_map(pandas_part, split(columns, parts), types=types)
+    assert data.npartitions == parts
+    return data
+
+
+@pytest.mark.parametrize("parts", PARTITIONINGS)
+@pytest.mark.parametrize(("name", "chrf", "references"), CASES, ids=[case[0] for case in CASES])
+def test_the_corpus_score_of_a_dataframe_is_one_process_s_for_any_partitioning(name, chrf, references, parts):
+    report = chrf_dask.corpus_score(frame(CORPUS, parts), chrf, "hypothesis", REFERENCE_COLUMNS[:references])
+    assert json.dumps(report.to_dict()) == json.dumps(expected(chrf, references).to_dict())
+
+
+@pytest.mark.parametrize("parts", [2, 64])
+def test_segment_scores_are_a_column_equal_to_segment_scores(parts):
+    chrf = CHRF(word_order=2, normalize="NFC")
+    scored = chrf_dask.segment_scores(frame(CORPUS, parts), chrf, references=REFERENCE_COLUMNS).compute()
+    assert scored["chrf"].tolist() == expected_scores(chrf, 3).tolist()
+    assert list(scored.columns) == ["id", "hypothesis", *REFERENCE_COLUMNS, "chrf"]
+
+
+def test_statistics_are_kept_as_parquet_and_summed_again(tmp_path):
+    chrf = CHRF(word_order=2)
+    chrf_dask.statistics(frame(CORPUS, 7), chrf).to_parquet(str(tmp_path / "statistics"))
+    kept = dd.read_parquet(str(tmp_path / "statistics"))
+    assert len(kept) == 7  # one row per partition
+    assert chrf_dask.report(kept).to_dict() == expected(chrf, 1).to_dict()
+
+
+@pytest.mark.parametrize(("method", "weighted"), [("aggregate", False), ("aggregate", True), ("pairwise", False)])
+def test_mbr_rows_equal_the_batch_calls_and_pick_the_same_winners(method, weighted):
+    chrf = CHRF(word_order=2)
+    sets, weights = mbr_sets()
+    columns = {"id": list(range(len(sets))), "candidates": sets, "weights": weights}
+    data = frame(columns, 7, {"id": "int64", "candidates": TEXTS, "weights": NUMBERS})
+    rows = chrf_dask.mbr(data, chrf, weights="weights" if weighted else None, method=method,
+                         matrix=method == "pairwise", threads=2).compute()
+    if method == "pairwise":
+        matrices = chrf.pairwise_batch(sets, sets)
+        assert rows["mbr_matrix"].tolist() == [matrix.tolist() for matrix in matrices]
+        utilities = [matrix.mean(axis=1) for matrix in matrices]
+    elif weighted:
+        utilities = [chrf.aggregate(texts, texts, weights=share) for texts, share in zip(sets, weights)]
+    else:
+        utilities = chrf.aggregate_batch(sets, sets)
+    assert rows["mbr_utilities"].tolist() == [scores.tolist() for scores in utilities]
+    assert rows["mbr_best"].tolist() == [int(scores.argmax()) for scores in utilities]
+    assert rows["mbr_winner"].tolist() == [texts[int(scores.argmax())] for texts, scores in zip(sets, utilities)]
+
+
+def test_bad_input_is_our_error_naming_the_column_row_and_partition():
+    chrf = CHRF()
+    null_cell = frame({"hypothesis": ["a", "b", None, "d"], "reference": ["a", "b", "c", "d"]}, 2)
+    with pytest.raises(InvalidInputError, match=r"^partition 1: hypothesis\[0\]: must be a string, got null$"):
+        chrf_dask.corpus_score(null_cell, chrf)
+    numbers = dd.from_pandas(pd.DataFrame({"hypothesis": [1, 2], "reference": ["a", "b"]}), npartitions=1)
+    with pytest.raises(InvalidInputError, match="^hypothesis: must be a column of strings, got int64$"):
+        chrf_dask.corpus_score(numbers, chrf)
+    import dask
+
+    with dask.config.set({"dataframe.convert-string": False}):  # else Dask itself makes the 5 a "5" on the way in
+        mixed = dd.from_pandas(pd.DataFrame({"hypothesis": pd.Series(["a", 5], dtype=object),
+                                             "reference": pd.Series(["a", "b"], dtype=object)}), npartitions=1)
+        with pytest.raises(InvalidInputError, match=r"^partition 0: hypothesis\[1\]: must be a string, got the "
+                                                    r"number 5$"):
+            chrf_dask.corpus_score(mixed, chrf)
+    with pytest.raises(InvalidInputError, match=r"^ref: no such column \(the columns: hypothesis, reference\)$"):
+        chrf_dask.segment_scores(null_cell, chrf, references="ref")
+    weights = frame({"candidates": [["a", "b"]], "w": [[1.0, 2.0, 3.0]]}, 1, {"candidates": TEXTS, "w": NUMBERS})
+    with pytest.raises(InvalidInputError) as raised:  # lazy: raised where it is computed, as the workers send it
+        chrf_dask.mbr(weights, chrf, weights="w").compute()
+    assert raised.value.message == "partition 0: w[0]: must have one weight per reference (2), got 3"
+
+
+def test_statistics_of_other_settings_are_refused_by_name():
+    data = frame(CORPUS, 2)
+    mixed = dd.concat([chrf_dask.statistics(data, CHRF()), chrf_dask.statistics(data, CHRF(beta=3))])
+    with pytest.raises(ValueError, match=r"statistics of other settings \(beta 2 vs 3\)"):
+        chrf_dask.report(mixed)
+
+
+def test_a_sum_that_int64_cannot_hold_is_refused_not_wrapped():
+    row = CHRF(char_order=1).corpus_counts(["a"], ["a"]).to_arrow().to_pandas()
+    huge = row.assign(**{name: 2**62 for name in row.columns if name != "settings"})
+    data = dd.from_pandas(pd.concat([huge] * 3, ignore_index=True), npartitions=2)  # pandas' sum wraps
+    with pytest.raises(OverflowError, match=r"3 rows of up to 4611686018427387904 may sum past 2\^63 - 1"):
+        chrf_dask.report(data)
+
+
+def test_a_distributed_cluster_gives_the_same_bytes():
+    distributed = need("distributed")
+    chrf = CHRF(word_order=2)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, host="127.0.0.1", dashboard_address=None,
+                                  processes=True) as cluster, distributed.Client(cluster):
+        report = chrf_dask.corpus_score(frame(CORPUS, 7), chrf, references=REFERENCE_COLUMNS)
+        scored = chrf_dask.segment_scores(frame(CORPUS, 7), chrf, references=REFERENCE_COLUMNS).compute()
+    assert json.dumps(report.to_dict()) == json.dumps(expected(chrf, 3).to_dict())
+    assert scored["chrf"].tolist() == expected_scores(chrf, 3).tolist()
