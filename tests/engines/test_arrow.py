@@ -1,6 +1,7 @@
 """chrf_core.arrow and the statistics' Arrow form: Arrow data scored by column names, every split of a corpus
 merging to one process's report byte for byte, errors naming the column and row, memory flat over a reader."""
 
+import itertools
 import json
 import tracemalloc
 
@@ -11,8 +12,7 @@ from hypothesis import strategies as st
 
 pa = need("pyarrow")
 
-from chrf_core import CHRF, Counts, InvalidInputError  # noqa: E402
-from chrf_core import arrow  # noqa: E402
+from chrf_core import CHRF, Counts, InvalidInputError, arrow  # noqa: E402
 
 
 def table(columns):
@@ -201,5 +201,5 @@ def test_statistics_of_random_unicode_split_anywhere_merge_to_the_whole(pairs, c
     bounds = sorted({0, len(pairs), *(min(cut, len(pairs)) for cut in cuts)})
     pieces = [arrow.statistics(chrf, pa.table({"hypothesis": hypotheses[start:end],
                                                "reference": pa.array(references[start:end], pa.string())}))
-              for start, end in zip(bounds, bounds[1:])]
+              for start, end in itertools.pairwise(bounds)]
     assert Counts.from_arrow([piece.to_arrow() for piece in pieces]) == chrf.corpus_counts(hypotheses, [references])

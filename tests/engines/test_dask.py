@@ -81,7 +81,7 @@ def test_bad_input_is_our_error_naming_the_column_row_and_partition():
     with pytest.raises(InvalidInputError, match=r"^partition 1: hypothesis\[0\]: must be a string, got null$"):
         chrf_dask.corpus_score(null_cell, chrf)
     numbers = dd.from_pandas(pd.DataFrame({"hypothesis": [1, 2], "reference": ["a", "b"]}), npartitions=1)
-    with pytest.raises(InvalidInputError, match="^hypothesis: must be a column of strings, got int64$"):
+    with pytest.raises(InvalidInputError, match=r"^hypothesis: must be a column of strings, got int64$"):
         chrf_dask.corpus_score(numbers, chrf)
     import dask
 

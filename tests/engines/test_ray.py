@@ -75,7 +75,7 @@ def test_bad_input_is_our_error_naming_the_column_and_row(ray_session):
     with pytest.raises(InvalidInputError, match=r"^hypothesis\[1\]: must be a string, got null$"):
         chrf_ray.corpus_score(null_cell, chrf)
     numbers = ray_session.data.from_arrow(pa.table({"hypothesis": [1, 2], "reference": ["a", "b"]}))
-    with pytest.raises(InvalidInputError, match="^hypothesis: must be a column of strings, got int64$"):
+    with pytest.raises(InvalidInputError, match=r"^hypothesis: must be a column of strings, got int64$"):
         chrf_ray.corpus_score(numbers, chrf)
     with pytest.raises(InvalidInputError, match=r"^hyp: no such column \(the columns: hypothesis, reference\)$"):
         chrf_ray.corpus_score(null_cell, chrf, hypothesis="hyp")

@@ -81,7 +81,7 @@ def test_bad_input_is_our_error_naming_the_column_row_and_partition(spark_sessio
     with pytest.raises(InvalidInputError, match=r"^partition 0: hypothesis\[2\]: must be a string, got null$"):
         chrf_spark.corpus_score(null_cell, chrf)
     numbers = spark_session.createDataFrame([(1, "a")], "hypothesis long, reference string")
-    with pytest.raises(InvalidInputError, match="^hypothesis: must be a column of strings, got int64$"):
+    with pytest.raises(InvalidInputError, match=r"^hypothesis: must be a column of strings, got int64$"):
         chrf_spark.corpus_score(numbers, chrf)
     with pytest.raises(InvalidInputError, match=r"^ref: no such column \(the columns: hypothesis, reference\)$"):
         chrf_spark.segment_scores(null_cell, chrf, references="ref")
