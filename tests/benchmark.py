@@ -14,6 +14,8 @@
    `fastchrf.pairwise_chrf` and sacreBLEU's `sentence_score`, at 256 x 256 and 1024 x 1024.
 8. MBR decoding in fastChrF's own set-up (n = 4 ... 1024 samples, batches of 1 and 32 sources, chrF and chrF++):
    `pairwise_batch` and `aggregate_batch` against fastChrF's `pairwise_chrf` and `aggregate_chrf`.
+9. Beyond one machine: the corpus score of 1M real lines on Ray, Spark, Dask, torchmetrics and chrf_core.arrow
+   (.venv-engines, tests/bench_engines.py) against `score` on the same files, and the size of one part's statistics.
 
 Times are the best of several interleaved rounds (the least disturbed by other load on a shared machine).
 `python tests/benchmark.py --quick` runs fewer rounds and smaller command-line corpora. `--baseline SO` loads a
@@ -27,6 +29,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import json
+import math
 import os
 import pathlib
 import random
@@ -369,6 +373,59 @@ def threads_table(rounds: int, cores: int) -> None:
               + "".join(versus(best, str(k)) for k in counts))
 
 
+ENGINES_PYTHON = ROOT / ".venv-engines" / "bin" / "python"
+ENGINES = ("arrow", "dask", "torchmetrics", "ray", "spark")
+
+
+def engines_table(segments: int, rounds: int, timeout: float) -> None:
+    """Each engine's corpus score of the same files as one process's `score`, in interleaved rounds (table 9)."""
+    print(f"\n9. Beyond one machine: chrF++ corpus score of {segments:,} real lines on each engine ({os.cpu_count()} "
+          f"cores here) against one process's `score`, best of {rounds} interleaved rounds\n")
+    if not ENGINES_PYTHON.exists():
+        print("  (no .venv-engines: make setup-engines)")
+        return
+    header = (f"{'engine':<14}{'command':>10}{'start-up':>10}{'scoring':>10}{'vs score':>10}{'driver RSS':>12}"
+              f"{'parts':>7}  statistics of one part")
+    print(header + "\n" + "-" * len(header))
+    best: dict[str, list[float]] = {}
+    details: dict[str, dict[str, object]] = {}
+    with tempfile.TemporaryDirectory() as folder:
+        hyp, ref = corpus_files(pathlib.Path(folder), segments)
+        expected = json.loads(subprocess.run([str(BIN / "chrf-components"), "score", str(hyp), str(ref),
+                                              "--word-order", "2", "--json"], capture_output=True, text=True,
+                                             check=True).stdout)["score"]
+        for _ in range(rounds):
+            timed = measure([str(BIN / "chrf-components"), "score", str(hyp), str(ref), "--word-order", "2"], timeout)
+            if timed:
+                best["score"] = min(best.get("score", [math.inf, 0]), [timed[0], timed[1]])
+            for engine in ENGINES:
+                with tempfile.NamedTemporaryFile("r") as output:
+                    argv = [str(ENGINES_PYTHON), str(ROOT / "tests" / "bench_engines.py"), engine, str(hyp), str(ref),
+                            "8"]
+                    timed = measure(["/bin/sh", "-c", '"$@" > "$0"', output.name, *argv], timeout)
+                    if not timed:
+                        continue
+                    result = json.loads(output.read())
+                if result["score"] != expected:
+                    raise RuntimeError(f"{engine}: score {result['score']}, one process {expected}")
+                if timed[0] < best.get(engine, [math.inf])[0]:
+                    best[engine], details[engine] = [timed[0], timed[1]], result
+    score_seconds = best["score"][0]
+    print(f"{'score (1 core)':<14}{score_seconds:>9.1f}s{'':>10}{score_seconds:>9.1f}s{'1.00x':>10}"
+          f"{best['score'][1]:>9.0f} MB{1:>7}")
+    for engine in ENGINES:
+        if engine not in details:
+            print(f"{engine:<14}{'timed out':>10}")
+            continue
+        result = details[engine]
+        print(f"{engine:<14}{best[engine][0]:>9.1f}s{result['start']:>9.1f}s{result['score_seconds']:>9.1f}s"
+              f"{best[engine][0] / score_seconds:>9.2f}x{best[engine][1]:>9.0f} MB{result['partitions']:>7}  "
+              f"{result['statistics_arrow_bytes']:,} B Arrow IPC, {result['statistics_json_bytes']} B JSON")
+    print("  (command: the whole process, interpreter and engine start-up included; vs score: command / score's;\n"
+          "   every engine's report equals score --json's; RSS: the driver's (Ray's and Spark's workers are other "
+          "processes);\n   arrow: chrf_core.arrow in one process; torchmetrics: update() per part in one process)")
+
+
 def import_times() -> None:
     code = "import time; t = time.perf_counter(); import {module}; print((time.perf_counter() - t) * 1000)"
     path = f"{ROOT / 'functions' / 'chrf_components'}:{ROOT / 'layers' / 'chrf_core'}"
@@ -382,7 +439,7 @@ def import_times() -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer rounds, smaller command-line corpora")
-    parser.add_argument("--tables", default="1,2,3,4,5,6,7,8", help="which tables, by number (default: all)")
+    parser.add_argument("--tables", default="1,2,3,4,5,6,7,8,9", help="which tables, by number (default: all)")
     parser.add_argument("--baseline", metavar="SO", help="another build of _kernel.abi3.so, timed beside this one")
     args = parser.parse_args()
     if args.baseline:
@@ -405,6 +462,7 @@ def main() -> None:
         lambda: segments_table(sizes, timeout=1800),
         lambda: pairwise_table(3 if args.quick else 6),
         lambda: mbr_table(3 if args.quick else 6),
+        lambda: engines_table(100_000 if args.quick else 1_000_000, 2 if args.quick else 3, timeout=1800),
     ]
     for number, table in enumerate(tables_in_order, 1):
         if number in tables:
