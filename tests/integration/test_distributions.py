@@ -102,6 +102,26 @@ def run_script(python, texts, folder, variables, *prefix_and_paths):
                           capture_output=True, text=True, env=variables, timeout=900, cwd=folder)
 
 
+def test_the_wheels_need_numpy_alone_and_offer_each_engine_as_an_extra():
+    import email
+    import zipfile
+
+    for wheel in [distribution("*manylinux_2_17_x86_64.whl"), distribution("*manylinux_2_17_aarch64.whl")]:
+        with zipfile.ZipFile(wheel) as archive:
+            metadata = email.message_from_bytes(archive.read(next(name for name in archive.namelist()
+                                                                  if name.endswith(".dist-info/METADATA"))))
+            modules = {name.rsplit("/", 1)[-1] for name in archive.namelist() if name.startswith("chrf_core/")}
+        requires = metadata.get_all("Requires-Dist")
+        assert [line for line in requires if "extra ==" not in line] == ["numpy>=1.24"]
+        assert set(metadata.get_all("Provides-Extra")) == {"aws", "arrow", "ray", "spark", "dask", "torch"}
+        extras = {extra: sorted(line.split(";")[0].strip() for line in requires if f'extra == "{extra}"' in line)
+                  for extra in ("arrow", "ray", "spark", "dask", "torch")}
+        assert extras == {"arrow": ["pyarrow>=14"], "ray": ["pyarrow>=14", "ray[data]>=2.44"],
+                          "spark": ["pyarrow>=14", "pyspark>=4.1"], "dask": ["dask[dataframe]>=2025.1", "pyarrow>=14"],
+                          "torch": ["torchmetrics>=1.0"]}
+        assert {"arrow.py", "ray.py", "spark.py", "dask.py", "torchmetrics.py"} <= modules
+
+
 def test_the_x86_64_wheel_installs_without_a_compiler_and_counts_natively(tmp_path, texts):
     bin_folder, variables, completed = install_fresh_and_run(tmp_path, texts, "*-cp311-abi3-manylinux_2_17_x86_64.whl")
     assert completed.returncode == 0 and completed.stderr == "", completed.stderr

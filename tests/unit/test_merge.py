@@ -1,6 +1,7 @@
 """Counts are additive: merging the counts of any split equals scoring the whole."""
 
 import itertools
+import json
 
 import chrf_core
 import pytest
@@ -34,6 +35,27 @@ def test_merging_counts_of_random_chunks_equals_scoring_the_whole(request, data)
 def test_counts_survive_a_json_round_trip():
     counts = chrf_core.service.compute_counts({"hypotheses": ["a b c"], "references": ["a c b"], "word_order": 2})
     assert chrf_core.Counts.from_dict(counts.to_dict()) == counts
+
+
+def test_the_json_form_is_version_1_with_every_setting_and_reads_the_unversioned_one_back():
+    counts = chrf_core.CHRF(word_order=2, normalize="NFKC").corpus_counts(["a b"], ["a c"])
+    stored = counts.to_dict()
+    assert list(stored) == ["version", "settings", "segment_count", "orders"] and stored["version"] == 1
+    assert stored["settings"] == {**counts.settings.as_dict(), "normalize": "NFKC"}
+    assert chrf_core.Counts.from_dict(json.loads(json.dumps(stored))) == counts  # normalize kept
+    plain = chrf_core.CHRF().corpus_counts(["a b"], ["a c"])
+    unversioned = {"settings": plain.settings.as_dict(), "segment_count": 1, "orders": [list(o) for o in plain.orders]}
+    assert chrf_core.Counts.from_dict(unversioned) == plain  # chrf-components 1.0.0's pipeline batches
+
+
+def test_an_empty_part_merges_as_zero_and_alone_is_no_corpus():
+    chrf = chrf_core.CHRF(word_order=2)
+    counts = chrf.corpus_counts(["a b"], ["a c"])
+    empty = chrf_core.Counts.empty(chrf)
+    assert chrf_core.Counts.merge([empty, counts, empty]) == counts
+    assert chrf_core.Counts.from_dict(empty.to_dict()) == empty
+    with pytest.raises(chrf_core.InvalidInputError, match="hypotheses: at least 1 segment, got 0"):
+        chrf.report(empty)
 
 
 def test_merging_counts_made_with_different_settings_is_an_error():
