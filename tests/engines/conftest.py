@@ -21,6 +21,11 @@ from payloads import edited, real_pairs
 IN_ENGINES_RUN = os.environ.get("CHRF_ENGINES") == "1"
 
 
+def pytest_configure(config):
+    # Ray Data's DataContext warns about its own deprecated fields whenever one is created: not ours to act on
+    config.addinivalue_line("filterwarnings", "ignore::DeprecationWarning:ray.data.context")
+
+
 def need(module):
     """An engine's module: in the engines' run it must import; elsewhere its absence skips (not this run)."""
     if IN_ENGINES_RUN:

@@ -200,7 +200,7 @@ def mbr(chrf: CHRF, data: Any, candidates: str = "candidates", references: str |
     equals), ``mbr_winner`` (that candidate) and, with ``matrix`` and ``method="pairwise"``, ``mbr_matrix``."""
     import pyarrow as pa
 
-    types = _mbr_types()
+    types = mbr_types()
     schema = pa.schema([(name, types[name]) for name in mbr_columns(method, matrix)])
     return pa.Table.from_batches(list(mbr_batches(chrf, data, candidates, references, weights, method, threads,
                                                   matrix)), schema)
@@ -255,7 +255,8 @@ def _lists(batch: pyarrow.RecordBatch, name: str, offset: int) -> list[list[Any]
     return values
 
 
-def _mbr_types() -> dict[str, pyarrow.DataType]:
+def mbr_types() -> dict[str, pyarrow.DataType]:
+    """The Arrow types of :func:`mbr`'s columns."""
     import pyarrow as pa
 
     return {"mbr_utilities": pa.list_(pa.float64()), "mbr_best": pa.int64(), "mbr_winner": pa.string(),
@@ -300,7 +301,7 @@ def _mbr_rows(chrf: CHRF, sets: list[list[Any]], reference_sets: list[list[Any]]
                "mbr_winner": [texts[index] for texts, index in zip(sets, best)]}
     if matrix and method == "pairwise":
         columns["mbr_matrix"] = [scores.tolist() for scores in matrices]
-    types = _mbr_types()
+    types = mbr_types()
     return pa.RecordBatch.from_pydict({name: pa.array(columns[name], types[name])
                                        for name in mbr_columns(method, matrix)})
 

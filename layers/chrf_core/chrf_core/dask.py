@@ -92,8 +92,6 @@ def counts(statistics_frame: Any, settings: Any = None) -> Counts:
     with arrow.on_driver():
         sums, maxima, settings_texts, rows = dask.compute(
             values.sum(), values.max(), statistics_frame[SETTINGS_COLUMN].unique(), statistics_frame.shape[0])
-    if not rows:
-        return Counts.of_sums([], 0, {}, {})
     return Counts.of_sums(settings_texts.tolist(), int(rows), sums.to_dict(), maxima.to_dict())
 
 

@@ -21,7 +21,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from . import arrow
-from .counts import SETTINGS_COLUMN, Counts, statistic_columns, statistics_schema
+from .counts import SETTINGS_COLUMN, Counts, same_settings, statistic_columns, statistics_schema
 
 if TYPE_CHECKING:
     import pyarrow
@@ -78,12 +78,10 @@ def counts(statistics_frame: Any, settings: Any = None) -> Counts:
     with arrow.on_driver():
         groups = statistics_frame.groupBy(SETTINGS_COLUMN).agg(
             *aggregations, functions.count(functions.lit(1)).alias("rows")).collect()
-    if len(groups) != 1:
-        return Counts.of_sums([group[SETTINGS_COLUMN] for group in groups], 0, {}, {})
+    same_settings(group[SETTINGS_COLUMN] for group in groups)  # one group, or an error naming what differs
     group = groups[0].asDict()
-    return Counts.of_sums([group[SETTINGS_COLUMN]], group["rows"],
-                                {name: group[f"sum:{name}"] for name in columns},
-                                {name: group[f"max:{name}"] for name in columns})
+    return Counts.of_sums([group[SETTINGS_COLUMN]], group["rows"], {name: group[f"sum:{name}"] for name in columns},
+                          {name: group[f"max:{name}"] for name in columns})
 
 
 def report(statistics_frame: Any, settings: Any = None) -> Report:
@@ -140,7 +138,7 @@ def mbr(frame: Any, chrf: CHRF, candidates: str = "candidates", references: str 
 
     names = [name for name in (candidates, references, weights) if name is not None]
     arrow.check_mbr_columns(_schema(frame), candidates, references, weights)
-    types = arrow._mbr_types()
+    types = arrow.mbr_types()
     outputs = arrow.mbr_columns(method, matrix)
     struct = from_arrow_type(pa.struct([(name, types[name]) for name in outputs]))
     decode = _arrow_udf(partial(_mbr, chrf, names, candidates, references, weights, method, matrix), struct)
