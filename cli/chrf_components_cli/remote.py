@@ -224,9 +224,10 @@ def _show_progress() -> bool:
 
 
 def _finish(described: dict[str, Any], s3: Any, bucket: str, report_key: str, files: list[LineFile],
-            settings: chrf_core.CHRF, as_json: bool, say_where: bool = True) -> int:
+            settings: chrf_core.CHRF, as_json: bool, segments: int, say_where: bool = True) -> int:
     """What `pipeline run` prints when the execution has ended: the report as `score` prints it for the same files
-    (its table, or with ``as_json`` its JSON, byte for byte), or the failure in one line (exit code 1)."""
+    (its table, or with ``as_json`` its JSON, byte for byte), or the failure in one line (exit code 1), as it is
+    when the report does not cover every one of the ``segments`` uploaded (a definition that reads fewer items)."""
     if described["status"] != "SUCCEEDED":
         print(f"chrf-components pipeline run: {failure_line(described)}", file=sys.stderr)
         return 1
@@ -234,6 +235,12 @@ def _finish(described: dict[str, Any], s3: Any, bucket: str, report_key: str, fi
         report = json.loads(s3.get_object(Bucket=bucket, Key=report_key)["Body"].read())
     except Exception as error:
         raise _aws_problem(error) from None
+    covered = report.get("segment_count") if isinstance(report, dict) else None
+    if covered != segments:
+        counted = plural(covered, "segment") if type(covered) is int else "no segment_count"
+        print(f"chrf-components pipeline run: the report at s3://{bucket}/{report_key} counts {counted}, not the "
+              f"{segments} uploaded: no report printed (does the state machine read every line?)", file=sys.stderr)
+        return 1
     if say_where:
         print(f"report: s3://{bucket}/{report_key}", file=sys.stderr)
     inputs = Inputs([files[0].name], [file.name for file in files[1:]])
@@ -310,7 +317,7 @@ def run_pipeline(stack: str, files: list[LineFile], settings: chrf_core.CHRF, as
         time.sleep(poll_seconds or POLL_SECONDS)
     if tty:
         sys.stderr.write("\r\x1b[K")
-    return _finish(described, s3, bucket, report_key, files, settings, as_json)
+    return _finish(described, s3, bucket, report_key, files, settings, as_json, segments)
 
 
 def run_local_pipeline(files: list[LineFile], settings: chrf_core.CHRF, template: Path, as_json: bool = False,
@@ -327,7 +334,7 @@ def run_local_pipeline(files: list[LineFile], settings: chrf_core.CHRF, template
         sys.stderr.flush()
 
     with tempfile.TemporaryFile() as jsonl:
-        write_jsonl(files, jsonl)
+        segments = write_jsonl(files, jsonl)
         jsonl.seek(0)
         try:
             pipeline = LocalPipeline(template, progress=progress if tty else None, log=log)
@@ -343,4 +350,4 @@ def run_local_pipeline(files: list[LineFile], settings: chrf_core.CHRF, template
                 if tty:
                     sys.stderr.write("\r\x1b[K")
             return _finish(execution.described(), pipeline.s3, pipeline.bucket, report_key, files, settings, as_json,
-                           say_where=False)
+                           segments, say_where=False)

@@ -83,6 +83,29 @@ def test_a_failed_execution_is_one_line_with_exit_code_1(capsys, tmp_path):
                                                    "InvalidInputError: beta: must be an integer from 1 to 16, got 0\n")
 
 
+def test_a_report_that_does_not_cover_every_uploaded_line_is_refused_in_one_line(capsys, tmp_path):
+    """A definition edited to read one item (ReaderConfig.MaxItems: 1) runs to SUCCEEDED with a report of 1 of 2
+    segments; the command checks the count against what it uploaded (on 72c9660 it printed 100.0, exit 0)."""
+    from chrf_components_cli import remote
+    from chrf_components_cli.lines import LineFile
+
+    for name in ("functions", "layers", "template.yaml"):
+        (tmp_path / name).symlink_to(ROOT / name)
+    (tmp_path / "statemachine").mkdir()
+    definition = json.loads((ROOT / "statemachine" / "corpus_pipeline.asl.json").read_text(encoding="utf-8"))
+    definition["States"]["ScoreSegments"]["ItemReader"]["ReaderConfig"]["MaxItems"] = 1
+    (tmp_path / "statemachine" / "corpus_pipeline.asl.json").write_text(json.dumps(definition), encoding="utf-8")
+    (tmp_path / "h").write_text("a b\nc d\n", encoding="utf-8")
+    (tmp_path / "r").write_text("a b\nc e\n", encoding="utf-8")
+    files = [LineFile(str(tmp_path / "h"), "HYP_FILE"), LineFile(str(tmp_path / "r"), "REF_FILE")]
+    assert remote.run_local_pipeline(files, chrf_core.CHRF(), tmp_path / "template.yaml") == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.startswith("chrf-components pipeline run: the report at s3://")
+    assert captured.err.endswith(" counts 1 segment, not the 2 uploaded: no report printed (does the state "
+                                 "machine read every line?)\n") and captured.err.count("\n") == 1
+
+
 def test_progress_shows_on_a_terminal_and_the_functions_logs_go_to_the_log_file(tmp_path, test_set):
     controller, terminal = pty.openpty()
     try:
