@@ -51,7 +51,7 @@ def test_statistics_are_kept_as_parquet_and_summed_again(tmp_path):
     chrf_dask.statistics(frame(CORPUS, 7), chrf).to_parquet(str(tmp_path / "statistics"))
     kept = dd.read_parquet(str(tmp_path / "statistics"))
     assert len(kept) == 7  # one row per partition
-    assert chrf_dask.report(kept).to_dict() == expected(chrf, 1).to_dict()
+    assert chrf.report(chrf_dask.counts(kept)).to_dict() == expected(chrf, 1).to_dict()
 
 
 @pytest.mark.parametrize(("method", "weighted"), [("aggregate", False), ("aggregate", True), ("pairwise", False)])
@@ -103,7 +103,7 @@ def test_statistics_of_other_settings_are_refused_by_name():
     data = frame(CORPUS, 2)
     mixed = dd.concat([chrf_dask.statistics(data, CHRF()), chrf_dask.statistics(data, CHRF(beta=3))])
     with pytest.raises(ValueError, match=r"statistics of other settings \(beta 2 vs 3\)"):
-        chrf_dask.report(mixed)
+        chrf_dask.counts(mixed)
 
 
 def test_a_sum_that_int64_cannot_hold_is_refused_not_wrapped():
@@ -111,7 +111,7 @@ def test_a_sum_that_int64_cannot_hold_is_refused_not_wrapped():
     huge = row.assign(**{name: 2**62 for name in row.columns if name != "settings"})
     data = dd.from_pandas(pd.concat([huge] * 3, ignore_index=True), npartitions=2)  # pandas' sum wraps
     with pytest.raises(OverflowError, match=r"3 rows of up to 4611686018427387904 may sum past 2\^63 - 1"):
-        chrf_dask.report(data)
+        chrf_dask.counts(data)
 
 
 def test_a_distributed_cluster_gives_the_same_bytes():

@@ -43,7 +43,7 @@ def test_statistics_are_kept_as_a_dataset_and_summed_again(ray_session, tmp_path
     chrf_ray.statistics(dataset(ray_session, CORPUS, 7), chrf).write_parquet(str(tmp_path / "statistics"))
     kept = ray_session.data.read_parquet(str(tmp_path / "statistics"))
     assert kept.count() == 7  # one row per block
-    assert chrf_ray.report(kept).to_dict() == expected(chrf, 1).to_dict()
+    assert chrf.report(chrf_ray.counts(kept)).to_dict() == expected(chrf, 1).to_dict()
 
 
 @pytest.mark.parametrize(("method", "weighted"), [("aggregate", False), ("aggregate", True), ("pairwise", False)])
@@ -94,7 +94,7 @@ def test_statistics_of_other_settings_are_refused_by_name(ray_session):
     data = dataset(ray_session, CORPUS, 2)
     mixed = chrf_ray.statistics(data, CHRF()).union(chrf_ray.statistics(data, CHRF(beta=3)))
     with pytest.raises(ValueError, match=r"statistics of other settings \(beta 2 vs 3\)"):
-        chrf_ray.report(mixed)
+        chrf_ray.counts(mixed)
 
 
 def test_a_sum_that_int64_cannot_hold_is_refused_not_wrapped(ray_session):
@@ -102,4 +102,4 @@ def test_a_sum_that_int64_cannot_hold_is_refused_not_wrapped(ray_session):
     huge = {name: values if name == "settings" else [2**62] for name, values in row.items()}
     data = ray_session.data.from_arrow([pa.table(huge)] * 4)  # Ray's Sum gives -2**63 + ...: wrapped
     with pytest.raises(OverflowError, match="4 rows of up to 4611686018427387904 may sum past 2\\^63 - 1"):
-        chrf_ray.report(data)
+        chrf_ray.counts(data)

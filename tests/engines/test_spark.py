@@ -48,7 +48,7 @@ def test_statistics_are_kept_as_a_dataframe_and_summed_again(spark_session, tmp_
     chrf_spark.statistics(frame(spark_session, CORPUS, 7), chrf).write.parquet(str(tmp_path / "statistics"))
     kept = spark_session.read.parquet(str(tmp_path / "statistics"))
     assert kept.count() == 7  # one row per partition
-    assert chrf_spark.report(kept).to_dict() == expected(chrf, 1).to_dict()
+    assert chrf.report(chrf_spark.counts(kept)).to_dict() == expected(chrf, 1).to_dict()
 
 
 @pytest.mark.parametrize(("method", "weighted"), [("aggregate", False), ("aggregate", True), ("pairwise", True)])
@@ -98,7 +98,7 @@ def test_statistics_of_other_settings_are_refused_by_name(spark_session):
     data = frame(spark_session, CORPUS, 2)
     mixed = chrf_spark.statistics(data, CHRF()).unionByName(chrf_spark.statistics(data, CHRF(beta=3)))
     with pytest.raises(ValueError, match=r"statistics of other settings \(beta 2 vs 3\)"):
-        chrf_spark.report(mixed)
+        chrf_spark.counts(mixed)
 
 
 def test_a_sum_that_int64_cannot_hold_is_refused_not_wrapped(spark_session):
@@ -107,4 +107,4 @@ def test_a_sum_that_int64_cannot_hold_is_refused_not_wrapped(spark_session):
     data = spark_session.createDataFrame(pa.Table.from_pydict(huge)).unionByName(
         spark_session.createDataFrame(pa.Table.from_pydict(huge)))
     with pytest.raises(OverflowError, match=r"2 rows of up to 4611686018427387904 may sum past 2\^63 - 1"):
-        chrf_spark.report(data)
+        chrf_spark.counts(data)

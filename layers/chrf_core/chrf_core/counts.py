@@ -7,7 +7,7 @@ Counts are plain sums over segments, so the counts of any split of a corpus add 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .contract import TEXT_KEYS, Settings
@@ -247,6 +247,13 @@ def statistic_columns(settings: Settings) -> list[str]:
     """The int64 columns of the statistics of these settings, in order: ``segment_count``, then three per order."""
     return [SEGMENTS_COLUMN] + [f"{kind}{n}_{side}_ngrams" for kind, n in
                                 order_labels(settings.char_order, settings.word_order) for side in SIDES]
+
+
+def summed_columns(settings: Settings | None, names: Callable[[], Sequence[str]]) -> list[str]:
+    """The statistic columns an engine sums: those of ``settings`` when given (the CHRF that made them), else every
+    column of the data (``names()``, which may have to look at the data) but ``settings``."""
+    return statistic_columns(settings) if settings is not None else [name for name in names()
+                                                                      if name != SETTINGS_COLUMN]
 
 
 def settings_text(settings: Settings) -> str:

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from . import arrow
-from .counts import SETTINGS_COLUMN, Counts, statistic_columns, statistics_schema
+from .counts import SETTINGS_COLUMN, Counts, statistics_schema, summed_columns
 from .errors import InvalidInputError, describe, shown
 
 if TYPE_CHECKING:
@@ -67,7 +67,7 @@ def _schema(frame: Any) -> pyarrow.Schema:
 def statistics(frame: Any, chrf: CHRF, hypothesis: str = "hypothesis",
                references: str | Sequence[str] = "reference") -> Any:
     """A Dask DataFrame of statistics rows (:mod:`chrf_core.arrow`), one per partition, lazily: keep it
-    (``to_parquet``), or sum it with :func:`report`."""
+    (``to_parquet``), or sum it with :func:`counts`."""
     arrow.Columns.of(_schema(frame), hypothesis, references)
     schema = statistics_schema(chrf)
     meta = schema.empty_table().to_pandas()
@@ -86,8 +86,7 @@ def counts(statistics_frame: Any, settings: Any = None) -> Counts:
     (``settings``: the CHRF that made them, which names the columns; else every column but ``settings``)."""
     import dask
 
-    columns = statistic_columns(settings) if settings is not None else [
-        name for name in statistics_frame.columns if name != SETTINGS_COLUMN]
+    columns = summed_columns(settings, lambda: list(statistics_frame.columns))
     values = statistics_frame[columns]
     with arrow.on_driver():
         sums, maxima, settings_texts, rows = dask.compute(
@@ -95,15 +94,10 @@ def counts(statistics_frame: Any, settings: Any = None) -> Counts:
     return Counts.of_sums(settings_texts.tolist(), int(rows), sums.to_dict(), maxima.to_dict())
 
 
-def report(statistics_frame: Any, settings: Any = None) -> Report:
-    """The corpus report of a Dask DataFrame of statistics rows (:func:`counts`)."""
-    return arrow.report(counts(statistics_frame, settings))
-
-
 def corpus_score(frame: Any, chrf: CHRF, hypothesis: str = "hypothesis",
                  references: str | Sequence[str] = "reference") -> Report:
     """``chrf.corpus_score`` of every row of ``frame``: its ``to_dict()`` is byte for byte one process's."""
-    return report(statistics(frame, chrf, hypothesis, references), chrf)
+    return chrf.report(counts(statistics(frame, chrf, hypothesis, references), chrf))
 
 
 def segment_scores(frame: Any, chrf: CHRF, hypothesis: str = "hypothesis",

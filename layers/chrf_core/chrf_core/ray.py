@@ -19,7 +19,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from . import arrow
-from .counts import SETTINGS_COLUMN, Counts, statistic_columns
+from .counts import SETTINGS_COLUMN, Counts, summed_columns
 
 if TYPE_CHECKING:
     import pyarrow
@@ -46,7 +46,7 @@ def _check(dataset: Any, hypothesis: str, references: str | Sequence[str]) -> No
 def statistics(dataset: Any, chrf: CHRF, hypothesis: str = "hypothesis",
                references: str | Sequence[str] = "reference") -> Any:
     """A dataset of statistics rows (:mod:`chrf_core.arrow`), one per block, lazily: keep it (``write_parquet``),
-    or sum it with :func:`report`."""
+    or sum it with :func:`counts`."""
     _check(dataset, hypothesis, references)
     return dataset.map_batches(partial(_statistics, chrf, hypothesis, references), batch_format="pyarrow",
                                batch_size=None)
@@ -65,27 +65,20 @@ def counts(statistics_data: Any, settings: Any = None) -> Counts:
     them, which names the columns; else they are read from the dataset's schema)."""
     from ray.data.aggregate import Count, Max, Sum, Unique
 
-    columns = statistic_columns(settings) if settings is not None else [
-        name for name in statistics_data.columns() if name != SETTINGS_COLUMN]
+    columns = summed_columns(settings, lambda: list(statistics_data.columns()))
     aggregations = [aggregation(name, alias_name=f"{kind}:{name}") for name in columns
                     for kind, aggregation in (("sum", Sum), ("max", Max))]
     with arrow.on_driver():
         result = statistics_data.aggregate(*aggregations, Count(alias_name="rows"),
                                            Unique(SETTINGS_COLUMN, alias_name="settings"))
-    return Counts.of_sums(result["settings"] or [], result["rows"],
-                                {name: result[f"sum:{name}"] for name in columns},
-                                {name: result[f"max:{name}"] for name in columns})
-
-
-def report(statistics_data: Any, settings: Any = None) -> Report:
-    """The corpus report of a dataset of statistics rows (:func:`counts`)."""
-    return arrow.report(counts(statistics_data, settings))
+    return Counts.of_sums(result["settings"] or [], result["rows"], {name: result[f"sum:{name}"] for name in columns},
+                          {name: result[f"max:{name}"] for name in columns})
 
 
 def corpus_score(dataset: Any, chrf: CHRF, hypothesis: str = "hypothesis",
                  references: str | Sequence[str] = "reference") -> Report:
     """``chrf.corpus_score`` of every row of ``dataset``: its ``to_dict()`` is byte for byte one process's."""
-    return report(statistics(dataset, chrf, hypothesis, references), chrf)
+    return chrf.report(counts(statistics(dataset, chrf, hypothesis, references), chrf))
 
 
 def segment_scores(dataset: Any, chrf: CHRF, hypothesis: str = "hypothesis",

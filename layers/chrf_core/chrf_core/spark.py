@@ -21,7 +21,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from . import arrow
-from .counts import SETTINGS_COLUMN, Counts, same_settings, statistic_columns, statistics_schema
+from .counts import SETTINGS_COLUMN, Counts, same_settings, statistics_schema, summed_columns
 
 if TYPE_CHECKING:
     import pyarrow
@@ -44,7 +44,7 @@ def _partition() -> str:
 def statistics(frame: Any, chrf: CHRF, hypothesis: str = "hypothesis",
                references: str | Sequence[str] = "reference") -> Any:
     """A DataFrame of statistics rows (:mod:`chrf_core.arrow`), one per partition, lazily: keep it
-    (``write.parquet``), or sum it with :func:`report`."""
+    (``write.parquet``), or sum it with :func:`counts`."""
     from pyspark.sql.pandas.types import from_arrow_schema
 
     columns = list(dict.fromkeys([hypothesis, *_names(references)]))
@@ -71,8 +71,7 @@ def counts(statistics_frame: Any, settings: Any = None) -> Counts:
     names the columns; else every column but ``settings``)."""
     from pyspark.sql import functions
 
-    columns = statistic_columns(settings) if settings is not None else [
-        name for name in statistics_frame.columns if name != SETTINGS_COLUMN]
+    columns = summed_columns(settings, lambda: list(statistics_frame.columns))
     aggregations = [function(name).alias(f"{kind}:{name}") for name in columns
                     for kind, function in (("sum", functions.try_sum), ("max", functions.max))]
     with arrow.on_driver():
@@ -84,15 +83,10 @@ def counts(statistics_frame: Any, settings: Any = None) -> Counts:
                           {name: group[f"max:{name}"] for name in columns})
 
 
-def report(statistics_frame: Any, settings: Any = None) -> Report:
-    """The corpus report of a DataFrame of statistics rows (:func:`counts`)."""
-    return arrow.report(counts(statistics_frame, settings))
-
-
 def corpus_score(frame: Any, chrf: CHRF, hypothesis: str = "hypothesis",
                  references: str | Sequence[str] = "reference") -> Report:
     """``chrf.corpus_score`` of every row of ``frame``: its ``to_dict()`` is byte for byte one process's."""
-    return report(statistics(frame, chrf, hypothesis, references), chrf)
+    return chrf.report(counts(statistics(frame, chrf, hypothesis, references), chrf))
 
 
 def segment_scores(frame: Any, chrf: CHRF, hypothesis: str = "hypothesis",
