@@ -16,12 +16,21 @@ import json
 import os
 import sys
 import time
+from typing import Any
 
 
-def read_lines(path: str) -> list[str]:
-    """Lines as the command line reads them (sacreBLEU's way: one segment per line, the newline dropped)."""
-    with open(path, encoding="utf-8", newline="\n") as file:
-        return [line[:-1] if line.endswith("\n") else line for line in file]
+def read_lines(path: str) -> Any:
+    """A file's lines as an Arrow string array, never as Python strings (the file mapped, split by Arrow), one segment
+    per line as the command line reads them: split at each newline, the last one ending the file."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    data = pa.memory_map(path).read_buffer()
+    offsets = pa.array([0, data.size], pa.int64()).buffers()[1]
+    whole = pa.Array.from_buffers(pa.large_string(), 1, [None, offsets, data])
+    whole.validate(full=True)  # UTF-8
+    lines = pc.split_pattern(whole, pattern="\n").flatten()
+    return lines.slice(0, len(lines) - 1) if lines[len(lines) - 1].as_py() == "" else lines
 
 
 def main(engine: str, hyp: str, ref: str, parts: int) -> None:
@@ -86,8 +95,8 @@ def main(engine: str, hyp: str, ref: str, parts: int) -> None:
         raise SystemExit(f"unknown engine {engine!r}")
     finished = time.perf_counter()
 
-    one_part = chrf.corpus_counts(table.column("hypothesis").to_pylist()[:1000],
-                                  [table.column("reference").to_pylist()[:1000]])
+    one_part = chrf.corpus_counts(table.column("hypothesis").slice(0, 1000).to_pylist(),
+                                  [table.column("reference").slice(0, 1000).to_pylist()])
     sink = pa.BufferOutputStream()
     batch = one_part.to_arrow()
     with pa.ipc.new_stream(sink, batch.schema) as writer:
