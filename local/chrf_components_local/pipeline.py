@@ -10,7 +10,10 @@
   Run records on 127.0.0.1; the functions reach both through ``AWS_ENDPOINT_URL_S3`` and ``AWS_ENDPOINT_URL_SFN``,
   with placeholder credentials.
 
-Everything is started by :class:`LocalPipeline` and stopped when it closes; nothing leaves this machine.
+Everything is started by :class:`LocalPipeline` and stopped when it closes; nothing leaves this machine. While it
+runs, the process (and so every function's worker) is cut off from the caller's AWS configuration and proxies
+(:func:`local_environment`): a stale profile, a broken config file, odd retry settings or a proxy meant for AWS
+change nothing that stays on 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -34,6 +37,27 @@ STACK_NAME = "local"  # what ${AWS::StackName} stands for
 REGION = "us-east-1"
 CREDENTIALS = {"aws_access_key_id": "local", "aws_secret_access_key": "local"}
 PLACEHOLDER = re.compile(r"\$\{([^}]*)\}")
+
+
+CALLER_SETTINGS = re.compile(r"AWS_\w*|(?i:(?:https?|all|no)_proxy)")  # the caller's, for their AWS account
+LOCAL_SETTINGS = {"AWS_CONFIG_FILE": os.devnull, "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
+                  "AWS_EC2_METADATA_DISABLED": "true"}  # no files, no instance metadata service
+
+
+def local_environment() -> Callable[[], None]:
+    """The process' environment without the caller's AWS settings and proxies (botocore reads both: a profile, a
+    config file, AWS_MAX_ATTEMPTS, AWS_RETRY_MODE, HTTP_PROXY), with no AWS files and no metadata service; returns
+    the function that puts the caller's back."""
+    saved = dict(os.environ)
+    for name in [name for name in os.environ if CALLER_SETTINGS.fullmatch(name)]:
+        del os.environ[name]
+    os.environ.update(LOCAL_SETTINGS)
+
+    def restore() -> None:
+        os.environ.clear()
+        os.environ.update(saved)
+
+    return restore
 
 
 class PipelineError(Exception):
@@ -199,6 +223,7 @@ class LocalPipeline:
 
         from .server import make_server
 
+        self._stops.append(local_environment())  # first: the servers, clients and workers start without them
         logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's server logs every request otherwise
         moto = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
         moto.start()

@@ -56,6 +56,27 @@ def test_the_local_pipeline_prints_the_report_score_json_prints_byte_for_byte(tm
     assert report["segment_count"] == 3000 and report["word_order"] == (2 if settings else 0)
 
 
+CALLERS_AWS_SETTINGS = {
+    "AWS_PROFILE": "nope", "AWS_MAX_ATTEMPTS": "abc", "AWS_RETRY_MODE": "bogus", "AWS_DEFAULT_REGION": "mars-1",
+    "HTTP_PROXY": "http://203.0.113.1:9", "HTTPS_PROXY": "http://203.0.113.1:9", "http_proxy": "http://203.0.113.1:9"}
+
+
+@pytest.mark.parametrize("setting", [*CALLERS_AWS_SETTINGS, "AWS_CONFIG_FILE", "all of them"])
+def test_the_callers_aws_configuration_and_proxies_change_nothing(tmp_path, test_set, setting):
+    """botocore reads a profile, a config file, retry settings and proxies from the environment; on 72c9660 a profile,
+    a config file, AWS_MAX_ATTEMPTS, AWS_RETRY_MODE and an HTTP proxy each ended --local in a botocore traceback (the
+    upload sent to the proxy). Nothing on 127.0.0.1 needs them; a region and an HTTPS proxy never mattered."""
+    broken = tmp_path / "config"
+    broken.write_text("[profile x\nregion = \n", encoding="utf-8")
+    caller = {**CALLERS_AWS_SETTINGS, "AWS_CONFIG_FILE": str(broken)}
+    environment = {**new_user_environment(tmp_path), **(caller if setting == "all of them" else
+                                                         {setting: caller[setting]})}
+    done = subprocess.run([str(CLI), "pipeline", "run", *map(str, test_set), "--local", "--json"], cwd=ROOT,
+                          env=environment, capture_output=True, timeout=300)
+    assert done.returncode == 0 and done.stderr == b"", done.stderr.decode()[-2000:]
+    assert done.stdout == cli(tmp_path, "score", *test_set, "--json").stdout
+
+
 def test_a_line_no_batch_can_hold_is_invalid_input_naming_it_with_exit_code_1_and_no_report(tmp_path, test_set):
     for side, size in (("hyp", 40_000), ("ref", 30_000)):
         lines = test_set[side == "ref"].read_text(encoding="utf-8").splitlines()
