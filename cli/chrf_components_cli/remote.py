@@ -41,9 +41,17 @@ class RemoteError(Exception):
 
 
 def _session() -> Any:
+    """The standard AWS chain's session, its configuration read now: a profile that is not there or a config file
+    that does not parse is one line (RemoteError), not a traceback from wherever botocore first reads it."""
     import boto3
+    from botocore.exceptions import BotoCoreError
 
-    return boto3.session.Session()
+    try:
+        session = boto3.session.Session()
+        session.region_name  # noqa: B018 (reads the profile and the config file)
+    except BotoCoreError as error:
+        raise RemoteError(f"the AWS configuration: {error}") from None
+    return session
 
 
 def _client(session: Any, service: str, region: str | None = None) -> Any:
@@ -139,6 +147,8 @@ def invoke_function(name: str, body: bytes) -> tuple[dict[str, Any], bool]:
         client = _lambda_client()
         response = client.invoke(FunctionName=name, Payload=body)
         payload = json.loads(response["Payload"].read() or b"null")
+    except RemoteError:
+        raise
     except Exception as error:
         raise _aws_problem(error) from None
     failed = "FunctionError" in response

@@ -287,17 +287,21 @@ def make_server(host: str = "127.0.0.1", port: int = 3000, template: pathlib.Pat
     if workers < 1:
         raise ServeError("--workers must be at least 1")
     import botocore.session
+    from botocore.exceptions import BotoCoreError
 
     session = botocore.session.get_session()
     credentials = None
-    if iam:
-        found = session.get_credentials()
-        if found is None:
-            raise ServeError("--iam needs AWS credentials (the standard chain) to check signatures against")
-        credentials = found.get_frozen_credentials()
-        if not (region or session.get_config_variable("region")):
-            raise ServeError("--iam needs a region to check signatures' scope against: --region or AWS_REGION")
-    region = region or session.get_config_variable("region") or "us-east-1"
+    try:  # a profile that is not there, a config file that does not parse: one line
+        if iam:
+            found = session.get_credentials()
+            if found is None:
+                raise ServeError("--iam needs AWS credentials (the standard chain) to check signatures against")
+            credentials = found.get_frozen_credentials()
+            if not (region or session.get_config_variable("region")):
+                raise ServeError("--iam needs a region to check signatures' scope against: --region or AWS_REGION")
+        region = region or session.get_config_variable("region") or "us-east-1"
+    except BotoCoreError as error:
+        raise ServeError(f"the AWS configuration: {error}") from None
     path = template or sam_template.find_template()
     functions = Functions(path, workers, overrides, warm, log)
     log_stream = open(log, "a", encoding="utf-8") if log else None  # noqa: SIM115 (closed by server_close)

@@ -78,6 +78,29 @@ def test_no_credentials_is_one_line_saying_what_to_set_whichever_region_variable
             "or AWS_PROFILE, or run aws configure (or aws sso login)\n")
 
 
+@pytest.mark.parametrize("command", [["pipeline", "run", "h", "h", "--stack", "chrf-components"],
+                                     ["serve", "--port", "0", "--template", str(ROOT / "template.yaml")],
+                                     ["request", "h", "--url", "http://127.0.0.1:9/x"],
+                                     ["request", "h", "--function", "ChrfComponentsFunction"]])
+@pytest.mark.parametrize("problem", ["a stale profile", "a config file that does not parse"])
+def test_a_broken_aws_configuration_is_one_line_not_a_traceback(tmp_path, command, problem):
+    """On 72c9660 each of these was a botocore traceback of some 48 lines (ProfileNotFound, ConfigParseError)."""
+    (tmp_path / "h").write_text("{}\n", encoding="utf-8")
+    (tmp_path / "config").write_text("[profile x\n", encoding="utf-8")
+    variables = {"AWS_PROFILE": "nope"} if problem == "a stale profile" else {
+        "AWS_CONFIG_FILE": str(tmp_path / "config")}
+    environment = {name: value for name, value in os.environ.items() if not name.startswith("AWS_")}
+    environment.update(HOME=str(tmp_path), AWS_SHARED_CREDENTIALS_FILE=str(tmp_path / "none"), **variables)
+    environment.setdefault("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    done = subprocess.run([str(CLI), *command], cwd=tmp_path, env=environment, capture_output=True, text=True,
+                          timeout=120)
+    detail = ("The config profile (nope) could not be found" if problem == "a stale profile" else
+              f"Unable to parse config file: {tmp_path / 'config'}")
+    assert done.returncode in (2, 3) and done.stdout == ""
+    name = " ".join(command[:2]) if command[0] == "pipeline" else command[0]
+    assert done.stderr == f"chrf-components {name}: error: the AWS configuration: {detail}\n"
+
+
 def test_aws_region_alone_is_the_region_a_stack_is_looked_up_in(capsys, tmp_path, monkeypatch):
     """Against moto's CloudFormation (no network): with only AWS_REGION set, the stack is looked for in that region
     and an unknown one is one line naming it and the region."""
