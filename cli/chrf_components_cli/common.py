@@ -58,8 +58,9 @@ class Inputs(NamedTuple):
 def input_roles(args: argparse.Namespace, systems: bool = False) -> Inputs:
     """Which file is read as what, from either spelling: the bare positional form (``HYP REF...``; ``compare``:
     ``REF BASELINE SYSTEM...``) or sacreBLEU's (``REF... -i HYP``, ``REF... -i BASELINE SYSTEM...``)."""
-    if args.metrics is not None and args.metrics != ["chrf"]:
-        raise CommandError(f"-m {' '.join(args.metrics)}: this tool computes chrF only (-m chrf)")
+    metrics = getattr(args, "metrics", None)  # -m: the research commands' (sacreBLEU's) flag
+    if metrics is not None and metrics != ["chrf"]:
+        raise CommandError(f"-m {' '.join(metrics)}: this tool computes chrF only (-m chrf)")
     if args.input is not None:
         hypotheses, references = args.input, args.files
     elif systems:

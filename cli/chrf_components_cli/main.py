@@ -159,9 +159,9 @@ def build_parser() -> argparse.ArgumentParser:
     pipeline_commands = pipeline.add_subparsers(dest="pipeline_command", required=True, parser_class=Parser)
     run = pipeline_commands.add_parser("run", help="score two files with the corpus pipeline and print the report",
                                        usage="%(prog)s HYP_FILE REF_FILE (--stack STACK_NAME | --local) [settings] "
-                                             "[--json]")
-    run.add_argument("hyp_file", metavar="HYP_FILE", help="hypotheses, one segment per line")
-    run.add_argument("ref_file", metavar="REF_FILE", help="references, one segment per line")
+                                             "[--json]\n       %(prog)s REF_FILE -i HYP_FILE (--stack STACK_NAME | "
+                                             "--local) ...   (sacreBLEU's order)")
+    add_files(run, "HYP_FILE then REF_FILE (one segment per line; one reference file)")
     where = run.add_mutually_exclusive_group(required=True)
     where.add_argument("--stack", help="the deployed stack's name")
     where.add_argument("--local", action="store_true",

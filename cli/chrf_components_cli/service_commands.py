@@ -15,6 +15,7 @@ from .common import (
     EXIT_REMOTE,
     SERVICE_MODULES,
     CommandError,
+    input_roles,
     need_aws_extra,
     open_inputs,
     settings_from,
@@ -146,7 +147,11 @@ def command_pipeline_run(args: argparse.Namespace) -> int:
             template = sam_template.find_template(args.template)
         except sam_template.TemplateError as error:
             raise CommandError(str(error)) from None
-    files = open_inputs((args.hyp_file, "HYP_FILE"), (args.ref_file, "REF_FILE"))
+    roles = input_roles(args)
+    if len(roles.references) != 1:
+        raise CommandError(f"the corpus pipeline takes one reference file, got {len(roles.references)} (score takes "
+                           "several)")
+    files = open_inputs((roles.hypotheses[0], "HYP_FILE"), (roles.references[0], "REF_FILE"))
     try:
         if template is not None:
             return remote.run_local_pipeline(files, settings, template, as_json=args.json, log=args.log_file)

@@ -77,6 +77,18 @@ def test_the_callers_aws_configuration_and_proxies_change_nothing(tmp_path, test
     assert done.stdout == cli(tmp_path, "score", *test_set, "--json").stdout
 
 
+def test_sacrebleus_order_ref_then_i_hyp_is_taken_as_score_takes_it(tmp_path, test_set):
+    """On 72c9660 `pipeline run REF -i HYP` was a usage error (score takes it)."""
+    hyp, ref = test_set
+    local = cli(tmp_path, "pipeline", "run", ref, "-i", hyp, "--local", "--word-order", "2", "--json")
+    assert local.returncode == 0, local.stderr.decode()[-2000:]
+    assert local.stdout == cli(tmp_path, "score", ref, "-i", hyp, "--word-order", "2", "--json").stdout
+    several = cli(tmp_path, "pipeline", "run", hyp, ref, ref, "--local")
+    assert (several.returncode, several.stdout) == (2, b"")
+    assert several.stderr == (b"chrf-components pipeline run: error: the corpus pipeline takes one reference file, "
+                              b"got 2 (score takes several)\n")
+
+
 def test_a_line_no_batch_can_hold_is_invalid_input_naming_it_with_exit_code_1_and_no_report(tmp_path, test_set):
     for side, size in (("hyp", 40_000), ("ref", 30_000)):
         lines = test_set[side == "ref"].read_text(encoding="utf-8").splitlines()
