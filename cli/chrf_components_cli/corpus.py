@@ -89,7 +89,7 @@ def score_files(
     for hypotheses, *reference_streams in aligned_chunks([hypothesis_file, *reference_files]):
         first = facts.segments + 1
         references = reference_streams[0]
-        _observe(facts, hypotheses, references, settings.word_order > 0)
+        observe(facts, hypotheses, references, settings.word_order > 0)
         if per_segment:
             counts = settings.segment_counts(hypotheses, reference_streams, references_per_segment=False)
             parts.append(chrf_core.Counts.of_array(settings, len(hypotheses), counts.sum(axis=0)))
@@ -106,7 +106,7 @@ def score_files(
     return CorpusResult(chrf_core.Counts.merge(parts), facts, histogram if per_segment else None, lowest.lowest_first())
 
 
-def _observe(facts: Facts, hypotheses: list[str], references: list[str], words: bool) -> None:
+def observe(facts: Facts, hypotheses: list[str], references: list[str], words: bool) -> None:
     """Count what the diagnosis needs, with C-level passes over the chunk (this runs on every line)."""
     facts.segments += len(hypotheses)
     facts.empty_hypotheses += hypotheses.count("")

@@ -26,6 +26,7 @@ from chrf_core.contract import ITEM_KEYS
 
 from . import text
 from .common import Inputs
+from .corpus import Facts, observe
 from .lines import LineFile, aligned_chunks, plural
 
 TIMEOUT = 60
@@ -190,22 +191,23 @@ def _progress(stepfunctions: Any, execution: str, started: float) -> str:
     return f"\rrunning for {time.monotonic() - started:.0f} s{detail}"
 
 
-def write_jsonl(files: list[LineFile], target: Any) -> int:
-    """The files as the pipeline's JSON Lines; the number of segments. A segment too large for any pipeline batch
-    is refused here, before anything is uploaded, with the error the pipeline gives (InvalidInputError naming its
-    line)."""
-    segments = 0
+def write_jsonl(files: list[LineFile], target: Any, settings: chrf_core.CHRF) -> Facts:
+    """The files as the pipeline's JSON Lines; what `score`'s report says of their segments (their number, empty and
+    identical lines: corpus.Facts). A segment too large for any pipeline batch is refused here, before anything is
+    uploaded, with the error the pipeline gives (InvalidInputError naming its line)."""
+    facts = Facts()
     for hypotheses, references in aligned_chunks(files):
-        for hypothesis, reference in zip(hypotheses, references):
-            segments += 1
+        first = facts.segments
+        observe(facts, hypotheses, references, settings.word_order > 0)
+        for line, (hypothesis, reference) in enumerate(zip(hypotheses, references), first + 1):
             if chrf_core.utf8_size(hypothesis) + chrf_core.utf8_size(reference) > chrf_core.MAX_TEXT_BYTES:
                 try:
                     chrf_core.service.check_texts([hypothesis], [reference])
                 except chrf_core.InvalidInputError as error:
-                    raise error.at_line(segments) from None
-            line = json.dumps(dict(zip(ITEM_KEYS, (hypothesis, reference))), ensure_ascii=False)
-            target.write(line.encode("utf-8") + b"\n")
-    return segments
+                    raise error.at_line(line) from None
+            item = json.dumps(dict(zip(ITEM_KEYS, (hypothesis, reference))), ensure_ascii=False)
+            target.write(item.encode("utf-8") + b"\n")
+    return facts
 
 
 def failure_line(described: dict[str, Any]) -> str:
@@ -234,10 +236,12 @@ def _show_progress() -> bool:
 
 
 def _finish(described: dict[str, Any], s3: Any, bucket: str, report_key: str, files: list[LineFile],
-            settings: chrf_core.CHRF, as_json: bool, segments: int, say_where: bool = True) -> int:
+            settings: chrf_core.CHRF, as_json: bool, facts: Facts, say_where: bool = True) -> int:
     """What `pipeline run` prints when the execution has ended: the report as `score` prints it for the same files
-    (its table, or with ``as_json`` its JSON, byte for byte), or the failure in one line (exit code 1), as it is
-    when the report does not cover every one of the ``segments`` uploaded (a definition that reads fewer items)."""
+    (its table with what it says of the segments, ``facts``, or with ``as_json`` its JSON, byte for byte), or the
+    failure in one line (exit code 1), as it is when the report does not cover every segment uploaded (a definition
+    that reads fewer items)."""
+    segments = facts.segments
     if described["status"] != "SUCCEEDED":
         print(f"chrf-components pipeline run: {failure_line(described)}", file=sys.stderr)
         return 1
@@ -255,7 +259,7 @@ def _finish(described: dict[str, Any], s3: Any, bucket: str, report_key: str, fi
         print(f"report: s3://{bucket}/{report_key}", file=sys.stderr)
     inputs = Inputs([files[0].name], [file.name for file in files[1:]])
     print(text.report_json(report, inputs, settings) if as_json else
-          text.table(chrf_core.Report.from_dict(report), None, inputs))
+          text.table(chrf_core.Report.from_dict(report), facts, inputs))
     return 0
 
 
@@ -289,7 +293,7 @@ def run_pipeline(stack: str, files: list[LineFile], settings: chrf_core.CHRF, as
     """Upload two line-aligned files as JSON Lines, run the stack's corpus pipeline, print its report. The files are
     read and checked in full before AWS is called at all."""
     with tempfile.TemporaryFile() as jsonl:
-        segments = write_jsonl(files, jsonl)
+        facts = write_jsonl(files, jsonl, settings)
         jsonl.seek(0)
         session, region = deployed_session()
         try:
@@ -312,7 +316,8 @@ def run_pipeline(stack: str, files: list[LineFile], settings: chrf_core.CHRF, as
                                                   input=json.dumps(execution_input))["executionArn"]
     except Exception as error:
         raise _aws_problem(error) from None
-    print(f"uploaded {plural(segments, 'segment')} to s3://{bucket}/{input_key}; execution {run}", file=sys.stderr)
+    print(f"uploaded {plural(facts.segments, 'segment')} to s3://{bucket}/{input_key}; execution {run}",
+          file=sys.stderr)
     started, tty = time.monotonic(), _show_progress()
     while True:
         try:
@@ -327,7 +332,7 @@ def run_pipeline(stack: str, files: list[LineFile], settings: chrf_core.CHRF, as
         time.sleep(poll_seconds or POLL_SECONDS)
     if tty:
         sys.stderr.write("\r\x1b[K")
-    return _finish(described, s3, bucket, report_key, files, settings, as_json, segments)
+    return _finish(described, s3, bucket, report_key, files, settings, as_json, facts)
 
 
 def run_local_pipeline(files: list[LineFile], settings: chrf_core.CHRF, template: Path, as_json: bool = False,
@@ -344,7 +349,7 @@ def run_local_pipeline(files: list[LineFile], settings: chrf_core.CHRF, template
         sys.stderr.flush()
 
     with tempfile.TemporaryFile() as jsonl:
-        segments = write_jsonl(files, jsonl)
+        facts = write_jsonl(files, jsonl, settings)
         jsonl.seek(0)
         try:
             pipeline = LocalPipeline(template, progress=progress if tty else None, log=log)
@@ -360,4 +365,4 @@ def run_local_pipeline(files: list[LineFile], settings: chrf_core.CHRF, template
                 if tty:
                     sys.stderr.write("\r\x1b[K")
             return _finish(execution.described(), pipeline.s3, pipeline.bucket, report_key, files, settings, as_json,
-                           segments, say_where=False)
+                           facts, say_where=False)

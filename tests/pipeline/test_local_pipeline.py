@@ -10,6 +10,7 @@ import os
 import pty
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import chrf_core
@@ -77,6 +78,23 @@ def test_the_callers_aws_configuration_and_proxies_change_nothing(tmp_path, test
     assert done.stdout == cli(tmp_path, "score", *test_set, "--json").stdout
 
 
+def test_the_text_report_is_scores_with_what_it_says_of_the_segments(tmp_path):
+    """Chinese MT output with an empty line and identical segments, chrF++: the notes score reads from the segments
+    (empty lines, identical segments, one-word sides and the advice for Chinese) are printed by pipeline run too; on
+    72c9660 they were dropped (and replaced by a misleading one)."""
+    hypotheses = (DATA / "example.hyp.zh").read_text(encoding="utf-8").splitlines()
+    references = (DATA / "example.ref.zh").read_text(encoding="utf-8").splitlines()
+    (tmp_path / "hyp").write_text("\n".join([*hypotheses, "", *references[:3]]) + "\n", encoding="utf-8")
+    (tmp_path / "ref").write_text("\n".join([*references, "", *references[:3]]) + "\n", encoding="utf-8")
+    files = [tmp_path / "hyp", tmp_path / "ref"]
+    local = cli(tmp_path, "pipeline", "run", *files, "--local", "--word-order", "2")
+    assert local.returncode == 0, local.stderr.decode()[-2000:]
+    score = cli(tmp_path, "score", *files, "--word-order", "2").stdout
+    assert local.stdout == score
+    assert b"4 of 14 segments are identical to their reference." in score
+    assert b"For Chinese, Japanese or Thai, use --word-order 0 or tokenize first." in score
+
+
 def test_sacrebleus_order_ref_then_i_hyp_is_taken_as_score_takes_it(tmp_path, test_set):
     """On 72c9660 `pipeline run REF -i HYP` was a usage error (score takes it)."""
     hyp, ref = test_set
@@ -109,7 +127,8 @@ def test_a_failed_execution_is_one_line_with_exit_code_1(capsys, tmp_path):
     (tmp_path / "h").write_text("a b\nc d\n", encoding="utf-8")
     (tmp_path / "r").write_text("a b\nc e\n", encoding="utf-8")
     files = [LineFile(str(tmp_path / "h"), "HYP_FILE"), LineFile(str(tmp_path / "r"), "REF_FILE")]
-    unchecked = type("Unchecked", (), {"as_dict": lambda self: {**chrf_core.CHRF().as_dict(), "beta": 0}})()
+    unchecked = type("Unchecked", (), {"as_dict": lambda self: {**chrf_core.CHRF().as_dict(), "beta": 0},
+                                       "word_order": 0})()
     assert remote.run_local_pipeline(files, unchecked, ROOT / "template.yaml") == 1
     captured = capsys.readouterr()
     assert captured.out == "" and captured.err == ("chrf-components pipeline run: execution FAILED: "
@@ -176,5 +195,8 @@ def test_nothing_is_left_running_after_a_local_run(tmp_path, test_set):
     out, err = process.communicate()
     assert process.returncode == 0 and json.loads(out)["segment_count"] == 3000, err
     assert len(descendants) >= 2  # the functions' execution environments
+    deadline = time.monotonic() + 5  # a worker may still be tearing itself down as the command returns
+    while any(alive(pid) for pid in descendants) and time.monotonic() < deadline:
+        time.sleep(0.05)
     left = {pid: Path(f"/proc/{pid}/cmdline").read_bytes()[:200] for pid in descendants if alive(pid)}
     assert not left
