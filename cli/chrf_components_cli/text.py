@@ -96,6 +96,8 @@ def diagnosis(report: chrf_core.Report, facts: Any = None) -> list[str]:
     notes: list[str] = []
     segments = report.segment_count
     if facts is not None:
+        if facts.empty_hypotheses == segments and facts.empty_references == segments:
+            return ["Every line of both files is empty: there is nothing to match, so the score is 0."]
         if facts.identical == segments:
             return ["Every hypothesis is identical to its reference: every n-gram matches."]
         if facts.empty_hypotheses == segments:

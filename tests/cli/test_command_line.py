@@ -188,6 +188,8 @@ def test_messages_count_in_the_singular_for_one(capsys, tmp_path):
         ("\nthe cat\n", "a dog\nthe cat\n", [], "1 hypothesis line of 2 is empty", "too short"),
         ("\n", "a dog\n", [], "Every hypothesis line is empty", "too short"),
         ("the cat\n", "the cat\n", [], "Every hypothesis is identical to its reference", "Weakest"),
+        ("\n", "\n", [], "Every line of both files is empty: there is nothing to match, so the score is 0.",
+         "every n-gram matches"),  # 72c9660 said every n-gram matches, over a 0.000000 score
         ("我们今天去公园散步\n他喜欢看书\n", "我们明天去公园散步\n她喜欢读书\n", ["--word-order", "2"],
          "have a side without spaces, which is then one word", "the wording differs"),
     ],
