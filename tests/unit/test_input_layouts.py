@@ -29,6 +29,25 @@ def test_a_list_of_lists_both_layouts_could_mean_is_refused_naming_both_readings
             list(result) if method == "segment_reports" else None
 
 
+@pytest.mark.parametrize("container", [tuple, numpy.array, iter, lambda texts: (text for text in texts),
+                                       lambda texts: map(str, texts)], ids=["tuple", "array", "iterator", "generator",
+                                                                            "map"])
+def test_the_square_layout_is_refused_whatever_holds_the_hypotheses(container):
+    """On 72c9660 a generator of hypotheses was read as sacreBLEU's layout (52.20) where the same lists were refused:
+    the hypotheses are now counted whatever holds them, reading at most N + 1 of a stream ahead."""
+    for method in ("corpus_score", "segment_scores", "corpus_counts"):
+        with pytest.raises(InvalidInputError, match="2 lists of 2 texts for 2 hypotheses read two ways"):
+            result = getattr(CHRF(), method)(container(HYPOTHESES), PER_SEGMENT)
+            list(result) if method == "segment_scores" else None
+
+
+def test_a_stream_of_another_length_is_read_ahead_and_scored_whole():
+    three = ["a b", "c d", "e f"]
+    assert CHRF().corpus_score(iter(three), [three, three]) == CHRF().corpus_score(three, [three, three])
+    assert CHRF().corpus_score(iter(HYPOTHESES), PER_SEGMENT, references_per_segment=False) == \
+        CHRF().corpus_score(HYPOTHESES, PER_SEGMENT, references_per_segment=False)
+
+
 def test_either_reading_is_scored_as_its_tools_score_it_when_the_keyword_says_which():
     per_segment = CHRF().corpus_score(HYPOTHESES, PER_SEGMENT, references_per_segment=True)
     assert per_segment.exact == CHRF().corpus_score(HYPOTHESES, STREAMS, references_per_segment=False).exact

@@ -5,7 +5,7 @@ per segment with ``references_per_segment``; never guessed), read with the hypot
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence, Sized
-from itertools import islice
+from itertools import chain, islice
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .contract import TEXT_KEYS, Settings
@@ -58,16 +58,25 @@ def sides_of(hypotheses: Iterable[str], references: References, per_segment: boo
         for index, stream in enumerate(references):
             check_side(f"references[{index}]", stream)
         if per_segment is None:
-            _refuse_either_reading(hypotheses, references)
+            hypotheses = _refuse_either_reading(hypotheses, references)
         return Sides(hypotheses, list(references), PER_SEGMENT, normalize)
     return Sides(hypotheses, [references], normalize=normalize)
 
 
-def _refuse_either_reading(hypotheses: Iterable[str], references: Sequence[Iterable[Any]]) -> None:
-    count = len(hypotheses) if isinstance(hypotheses, Sized) else None
-    if count is None or count < 2 or len(references) != count or not all(
-            isinstance(stream, Sized) and len(stream) == count for stream in references):
-        return
+def _refuse_either_reading(hypotheses: Iterable[str], references: Sequence[Iterable[Any]]) -> Iterable[str]:
+    """The hypotheses, unless there are N of them for N >= 2 lists of N references, which both layouts could mean:
+    counted whatever holds them (of a generator, at most N + 1 are read ahead, and handed on with the rest)."""
+    count = len(references)
+    if count < 2 or not all(isinstance(stream, Sized) and len(stream) == count for stream in references):
+        return hypotheses
+    if isinstance(hypotheses, Sized):
+        seen = len(hypotheses)
+    else:
+        rest = iter(hypotheses)
+        ahead = list(islice(rest, count + 1))
+        seen, hypotheses = len(ahead), chain(ahead, rest)
+    if seen != count:
+        return hypotheses
     raise InvalidInputError(TEXT_KEYS[1], f"{count} lists of {count} texts for {count} hypotheses read two ways: as "
                                           f"{count} reference streams, sacreBLEU's layout (references[k][i] is "
                                           f"reference k of segment i), or as one list of references per segment, "
