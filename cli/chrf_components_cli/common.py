@@ -63,6 +63,11 @@ def input_roles(args: argparse.Namespace, systems: bool = False) -> Inputs:
         raise CommandError(f"-m {' '.join(metrics)}: this tool computes chrF only (-m chrf)")
     if args.input is not None:
         hypotheses, references = args.input, args.files
+        given = {same_file_key(name) for name in hypotheses}
+        for name in references:
+            if same_file_key(name) in given:
+                raise CommandError(f"{name} is given with -i and as a positional file, which with -i is a reference "
+                                   f"file: write HYP REF, or REF -i HYP")
     elif systems:
         hypotheses, references = args.files[1:], args.files[:1]
     else:

@@ -24,6 +24,7 @@ import errno
 import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 import chrf_core
 from chrf_core.contract import AVERAGINGS, NORMALIZATIONS, TOOL, VERSION
@@ -74,9 +75,21 @@ def add_files(parser: argparse.ArgumentParser, bare: str, several_inputs: bool =
     """Input files given two ways: the bare positional form ``bare`` names (hypotheses first), or sacreBLEU's,
     reference files positional and the hypotheses (or systems) with -i/--input."""
     parser.add_argument("files", metavar="FILE", nargs="+", help=f"{bare}; with -i, the reference files alone")
-    parser.add_argument("-i", "--input", metavar="SYS" if several_inputs else "HYP_FILE", nargs="+",
-                        help="the hypotheses (sacreBLEU's -i): then every positional file is a reference file"
-                             + (" (the first system is the baseline)" if several_inputs else ""))
+    parser.add_argument("-i", "--input", metavar="SYS" if several_inputs else "HYP_FILE", nargs="+", action=Once,
+                        help="the hypotheses (sacreBLEU's -i), given once: then every positional file is a reference "
+                             "file" + (" (the first system is the baseline)" if several_inputs else ""))
+
+
+class Once(argparse.Action):
+    """An option given at most once: a second -i would silently replace the first (argparse's way)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        previous = getattr(namespace, self.dest, None)
+        if previous is not None:
+            parser.error(f"argument {option_string}: given twice ({' '.join(previous)}, then {' '.join(values)}); "
+                         "give it once, with every file it names")
+        setattr(namespace, self.dest, values)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -117,6 +117,26 @@ def test_compare_refuses_the_same_file_under_another_name(capsys, tmp_path, monk
     assert one_line_error(code, err) and "BASELINE and SYSTEM files must be different files" in err
 
 
+@pytest.mark.parametrize(("argv", "message"), [
+    (["score", REF_EN, "-i", HYP_EN, "-i", REF_EN, "-b"],
+     f"argument -i: given twice ({HYP_EN}, then {REF_EN}); give it once, with every file it names"),
+    (["compare", REF_EN, "-i", HYP_EN, "--input", REF_EN],
+     f"argument --input: given twice ({HYP_EN}, then {REF_EN}); give it once, with every file it names"),
+    (["score", HYP_EN, REF_EN, "-i", HYP_EN, "-b"],
+     f"{HYP_EN} is given with -i and as a positional file, which with -i is a reference file: write HYP REF, or "
+     f"REF -i HYP"),
+    (["segments", HYP_EN, REF_EN, "-i", HYP_EN],
+     f"{HYP_EN} is given with -i and as a positional file, which with -i is a reference file: write HYP REF, or "
+     f"REF -i HYP"),
+])
+def test_a_second_i_or_the_i_file_among_the_positionals_is_a_usage_error_naming_both(capsys, argv, message):
+    """On 72c9660 `score r -i h -i other -b` scored the last -i alone (0.0), and `score hyp ref -i hyp -b` made HYP a
+    reference too (100.0)."""
+    code, out, err = run(capsys, *argv)
+    assert one_line_error(code, err) and out == ""
+    assert message in err
+
+
 @pytest.fixture
 def silent_endpoint(monkeypatch):
     """A loopback port that accepts connections and never answers, as the AWS endpoint, with fake credentials; the
