@@ -142,7 +142,9 @@ def load_handler(logical_id: str = DEFAULT_FUNCTION, template_path: pathlib.Path
 
 
 class LambdaContext:
-    """The attributes of Lambda's context object that Powertools and handlers read."""
+    """Lambda's Python context object, every attribute of it (docs.aws.amazon.com/lambda/latest/dg/python-context.html):
+    ``identity`` and ``client_context`` are None unless a mobile SDK sends them, ``tenant_id`` unless the function
+    has tenant isolation, which no local invocation has."""
 
     def __init__(self, function_name: str = "chrf-components-local", memory_mb: int = 1024, timeout_s: int = 10,
                  request_id: str | None = None):
@@ -153,6 +155,9 @@ class LambdaContext:
         self.aws_request_id = request_id or str(uuid.uuid4())
         self.log_group_name = f"/aws/lambda/{function_name}"
         self.log_stream_name = "local"
+        self.identity: Any = None
+        self.client_context: Any = None
+        self.tenant_id: str | None = None
         self._deadline = time.monotonic() + timeout_s
 
     def get_remaining_time_in_millis(self) -> int:

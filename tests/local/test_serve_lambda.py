@@ -195,7 +195,10 @@ def handler(event, context):
         os._exit(3)
     time.sleep(event.get("sleep", 0))
     return {"greeting": os.environ.get("GREETING"), "who": os.environ.get("WHO"),
-            "remaining_ms": context.get_remaining_time_in_millis()}
+            "remaining_ms": context.get_remaining_time_in_millis(),
+            "context": {name: getattr(context, name) for name in ("function_name", "function_version",
+                        "memory_limit_in_mb", "aws_request_id", "log_group_name", "identity", "client_context",
+                        "tenant_id")}}
 """
 
 
@@ -212,6 +215,18 @@ def test_a_function_gets_its_environment_variables_and_timeout_from_the_template
     _, payload = invoke(slow_function, "ChrfComponentsFunction", {})
     assert payload["greeting"] == "from-the-globals" and payload["who"] == "from-the-function"
     assert 0 < payload["remaining_ms"] <= 1000
+
+
+def test_the_context_has_every_attribute_of_lambdas_python_context(slow_function):
+    """https://docs.aws.amazon.com/lambda/latest/dg/python-context.html: on 72c9660 reading client_context or
+    identity was an AttributeError (Lambda gives None without a mobile SDK, and tenant_id None without tenant
+    isolation)."""
+    _, payload = invoke(slow_function, "ChrfComponentsFunction", {})
+    context = payload["context"]
+    assert {key: context[key] for key in ("identity", "client_context", "tenant_id")} == dict.fromkeys(
+        ("identity", "client_context", "tenant_id"))
+    assert context["function_name"] == "ChrfComponentsFunction" and context["function_version"] == "$LATEST"
+    assert context["log_group_name"] == "/aws/lambda/ChrfComponentsFunction" and len(context["aws_request_id"]) == 36
 
 
 def test_an_invocation_past_the_timeout_is_killed_and_answered_as_lambda_answers_it(slow_function):
