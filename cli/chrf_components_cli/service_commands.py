@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from .common import (
     input_roles,
     need_aws_extra,
     open_inputs,
+    same_file_key,
     settings_from,
 )
 
@@ -128,6 +130,22 @@ def command_serve(args: argparse.Namespace) -> int:
         raise CommandError(str(error)) from None
 
 
+def check_log_file(name: str, inputs: list[str]) -> None:
+    """A log file the functions can append to, checked before anything runs: not an input file (its lines would
+    be appended to), a regular file or /dev/null (not a directory, a device that refuses writes, a FIFO), in a
+    folder that exists and can be written to (it is created if missing)."""
+    if same_file_key(name) in {same_file_key(input_name) for input_name in inputs}:
+        raise CommandError(f"--log-file {name}: is an input file (the functions' logs would be appended to it)")
+    if os.path.exists(name) and not os.path.isfile(name) and os.path.realpath(name) != os.devnull:
+        kind = "a directory" if os.path.isdir(name) else "not a regular file"
+        raise CommandError(f"--log-file {name}: is {kind}")
+    try:
+        with open(name, "a", encoding="utf-8"):
+            pass
+    except OSError as error:
+        raise CommandError(f"--log-file {name}: cannot write ({error.strerror or error})") from None
+
+
 def command_pipeline_run(args: argparse.Namespace) -> int:
     if args.local:
         need_aws_extra("pipeline run --local", (*SERVICE_MODULES, "moto"))
@@ -151,6 +169,8 @@ def command_pipeline_run(args: argparse.Namespace) -> int:
     if len(roles.references) != 1:
         raise CommandError(f"the corpus pipeline takes one reference file, got {len(roles.references)} (score takes "
                            "several)")
+    if args.log_file is not None:
+        check_log_file(args.log_file, [roles.hypotheses[0], roles.references[0]])
     files = open_inputs((roles.hypotheses[0], "HYP_FILE"), (roles.references[0], "REF_FILE"))
     try:
         if template is not None:

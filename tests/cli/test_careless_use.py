@@ -137,6 +137,25 @@ def test_a_second_i_or_the_i_file_among_the_positionals_is_a_usage_error_naming_
     assert message in err
 
 
+@pytest.mark.parametrize(("log", "message"), [
+    ("hyp", "is an input file (the functions' logs would be appended to it)"),
+    (".", "is a directory"),
+    ("missing/functions.log", "cannot write (No such file or directory)"),
+    ("/dev/full", "is not a regular file"),
+])
+def test_a_log_file_that_cannot_take_the_logs_is_one_line_before_anything_runs(capsys, tmp_path, monkeypatch, log,
+                                                                             message):
+    """On 72c9660: the input file got the logs appended (exit 0), a directory or a missing folder was a traceback,
+    /dev/full read as "2 of 2 items failed"."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "hyp").write_text("a b\n", encoding="utf-8")
+    (tmp_path / "ref").write_text("a c\n", encoding="utf-8")
+    code, out, err = run(capsys, "pipeline", "run", "hyp", "ref", "--local", "--template", ROOT / "template.yaml",
+                         "--log-file", log)
+    assert one_line_error(code, err) and out == "" and err.endswith(f"--log-file {log}: {message}\n"), err
+    assert (tmp_path / "hyp").read_text(encoding="utf-8") == "a b\n"
+
+
 @pytest.fixture
 def silent_endpoint(monkeypatch):
     """A loopback port that accepts connections and never answers, as the AWS endpoint, with fake credentials; the
