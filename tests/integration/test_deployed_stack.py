@@ -121,7 +121,8 @@ def test_a_failed_pipeline_run_prints_its_error_and_cause_in_one_line(capsys, de
     (tmp_path / "r").write_text("a b\nc e\n", encoding="utf-8")
     # Settings the command line would refuse, sent anyway: the batches reject them and the execution fails.
     files = [LineFile(str(tmp_path / "h"), "HYP_FILE"), LineFile(str(tmp_path / "r"), "REF_FILE")]
-    unchecked = type("Unchecked", (), {"as_dict": lambda self: {**chrf_core.CHRF().as_dict(), "beta": 0}})()
+    unchecked = type("Unchecked", (), {"as_dict": lambda self: {**chrf_core.CHRF().as_dict(), "beta": 0},
+                                       "word_order": 0})()
     code = remote.run_pipeline(deployed["stack"], files, unchecked)
     err = capsys.readouterr().err
     assert code == 1
