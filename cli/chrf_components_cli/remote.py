@@ -41,14 +41,25 @@ class RemoteError(Exception):
     """AWS or the deployed service could not be reached or failed: one line on stderr, exit code 3."""
 
 
-def _session() -> Any:
+METADATA_PROVIDERS = ("container-role", "iam-role")  # botocore's credential providers that ask a metadata service
+
+
+def _session(on_this_machine: bool = False) -> Any:
     """The standard AWS chain's session, its configuration read now: a profile that is not there or a config file
-    that does not parse is one line (RemoteError), not a traceback from wherever botocore first reads it."""
+    that does not parse is one line (RemoteError), not a traceback from wherever botocore first reads it. For an
+    endpoint ``on_this_machine``, the chain never asks a metadata service (169.254.169.254, a container's) for
+    credentials: what the caller has configured, else placeholders (:func:`_local_session`)."""
     import boto3
+    import botocore.session
     from botocore.exceptions import BotoCoreError
 
     try:
-        session = boto3.session.Session()
+        core = botocore.session.get_session()
+        if on_this_machine:
+            resolver = core.get_component("credential_provider")
+            for name in METADATA_PROVIDERS:
+                resolver.remove(name)
+        session = boto3.session.Session(botocore_session=core)
         session.region_name  # noqa: B018 (reads the profile and the config file)
     except BotoCoreError as error:
         raise RemoteError(f"the AWS configuration: {error}") from None
@@ -81,9 +92,10 @@ def _lambda_client() -> Any:
     """A Lambda client for the configured endpoint (AWS_ENDPOINT_URL_LAMBDA, AWS_ENDPOINT_URL or the profile's
     endpoint_url, else AWS's); for one on this machine, placeholders where credentials or region are missing."""
     session = _session()
-    probe = _client(session, "lambda", region_of(session) or LOCAL_REGION)  # made without credentials
+    probe = session.client("lambda", region_name=region_of(session) or LOCAL_REGION,  # where the configuration
+                           **LOCAL_CREDENTIALS)  # points, found without asking the credential chain
     if is_loopback(urlsplit(probe.meta.endpoint_url).hostname or ""):
-        return _client(_local_session(session), "lambda")
+        return _client(_local_session(_session(on_this_machine=True)), "lambda")
     session, region = deployed_session()
     return _client(session, "lambda", region)
 
@@ -118,7 +130,7 @@ def post_signed(url: str, body: bytes) -> tuple[int, str]:
         raise RemoteError(f"--url {url}: not an http(s) URL")
     if parts.scheme == "http" and not is_loopback(parts.hostname):
         raise RemoteError(f"--url {url}: plain http is allowed only for loopback addresses (local serve); use https")
-    session = _session()
+    session = _session(on_this_machine=is_loopback(parts.hostname))
     if is_loopback(parts.hostname):
         session = _local_session(session)
     credentials = session.get_credentials()

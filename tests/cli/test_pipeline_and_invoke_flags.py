@@ -2,6 +2,7 @@
 `pipeline run` against a deployed stack reads the region and credentials as the AWS CLI does (AWS_REGION as well as
 AWS_DEFAULT_REGION), saying in one line what to set or check when something is missing."""
 
+import contextlib
 import json
 import os
 import subprocess
@@ -99,6 +100,39 @@ def test_a_broken_aws_configuration_is_one_line_not_a_traceback(tmp_path, comman
     assert done.returncode in (2, 3) and done.stdout == ""
     name = " ".join(command[:2]) if command[0] == "pipeline" else command[0]
     assert done.stderr == f"chrf-components {name}: error: the AWS configuration: {detail}\n"
+
+
+@pytest.mark.parametrize("target", [["--url", "http://127.0.0.1:9/v1/x"], ["--function", "ChrfComponentsFunction"]])
+def test_an_endpoint_on_this_machine_never_makes_the_chain_ask_a_metadata_service(tmp_path, target):
+    """Without credentials, botocore's chain ends at the instance metadata service (169.254.169.254); for an endpoint
+    on 127.0.0.1 it must not be asked (on 72c9660 `request --url` asked it twice first). Its address is pointed at a
+    socket here (AWS_EC2_METADATA_SERVICE_ENDPOINT, botocore's setting) that counts who connects."""
+    import socket
+    import threading
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    connections = []
+
+    def accept():
+        with contextlib.suppress(OSError):
+            while True:
+                connection, _ = listener.accept()
+                connections.append(1)
+                connection.close()
+
+    threading.Thread(target=accept, daemon=True).start()
+    (tmp_path / "request.json").write_text(json.dumps({"hypotheses": ["a"], "references": ["a"]}), encoding="utf-8")
+    environment = {name: value for name, value in os.environ.items() if not name.startswith("AWS_")}
+    environment.update(HOME=str(tmp_path), AWS_CONFIG_FILE=str(tmp_path / "none"),
+                       AWS_SHARED_CREDENTIALS_FILE=str(tmp_path / "none"), AWS_ENDPOINT_URL_LAMBDA="http://127.0.0.1:9",
+                       AWS_EC2_METADATA_SERVICE_ENDPOINT=f"http://127.0.0.1:{listener.getsockname()[1]}")
+    try:
+        done = subprocess.run([str(CLI), "request", "request.json", *target], cwd=tmp_path, env=environment,
+                              capture_output=True, text=True, timeout=120)
+    finally:
+        listener.close()
+    assert done.returncode == 3 and done.stderr.count("\n") == 1, done.stderr  # nothing listens on port 9
+    assert connections == []
 
 
 def test_aws_region_alone_is_the_region_a_stack_is_looked_up_in(capsys, tmp_path, monkeypatch):
