@@ -196,6 +196,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if descriptor != 2:
             os.dup2(descriptor, 2)
             os.close(descriptor)
+        os.set_inheritable(2, True)  # os.open's descriptors are close-on-exec: the functions' workers need it
         sys.stderr = open(2, "w", encoding="utf-8", closefd=False)  # noqa: SIM115 (for the life of the process)
     if sys.stdout is None:  # started with stdout closed: nothing could be written, so nothing is run
         print("chrf-components: error: standard output is closed (the results would be lost)", file=sys.stderr)

@@ -42,7 +42,9 @@ def test_output_to_a_full_disk_is_one_line_on_stderr_and_exit_2(argv):
 
 
 OUTPUTS = [["score", HYP_EN, REF_EN], ["score", HYP_EN, REF_EN, "--json"], ["segments", HYP_EN, REF_EN],
-           ["compare", REF_EN, HYP_EN, REF_EN, "--bootstrap", "10"]]
+           ["compare", REF_EN, HYP_EN, REF_EN, "--bootstrap", "10"],
+           # the functions' workers inherit the reopened stderr (72c9660: close-on-exec, every invoke Runtime.ExitError)
+           ["pipeline", "run", HYP_EN, REF_EN, "--local", "--template", ROOT / "template.yaml", "--json"]]
 
 
 def closed(argv, which, tmp_path):
