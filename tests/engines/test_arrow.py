@@ -203,3 +203,12 @@ def test_statistics_of_random_unicode_split_anywhere_merge_to_the_whole(pairs, c
                                                "reference": pa.array(references[start:end], pa.string())}))
               for start, end in itertools.pairwise(bounds)]
     assert Counts.from_arrow([piece.to_arrow() for piece in pieces]) == chrf.corpus_counts(hypotheses, [references])
+
+
+def test_the_modules_examples_run_as_doctests():
+    import doctest
+
+    import chrf_core.arrow
+
+    result = doctest.testmod(chrf_core.arrow)
+    assert result.attempted >= 5 and result.failed == 0

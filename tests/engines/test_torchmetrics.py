@@ -133,3 +133,12 @@ def test_processes_with_other_settings_refuse_to_synchronise():
     results = run_group([{"word_order": 2}, {"word_order": 2, "lowercase": True}])
     assert results == {rank: "ValueError: merge: statistics of other settings (lowercase False vs True)"
                        for rank in (0, 1)}
+
+
+def test_the_modules_example_runs_as_a_doctest():
+    import doctest
+
+    import chrf_core.torchmetrics
+
+    result = doctest.testmod(chrf_core.torchmetrics)
+    assert result.attempted >= 5 and result.failed == 0
