@@ -166,6 +166,10 @@ def build_parser() -> argparse.ArgumentParser:
                        "API")
     serve.add_argument("--region", help="with --iam: the region signatures must be scoped to (default: AWS_REGION "
                        "or your AWS configuration)")
+    serve.add_argument("--wait", action="store_true",
+                       help="serve nothing: wait until the serve on --host:--port answers, then exit 0 (exit 3 after "
+                       "--timeout seconds), like localstack wait: for scripts that start serve in the background")
+    serve.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS", help="with --wait (default 60)")
     serve.set_defaults(run=service_commands.command_serve)
 
     pipeline = commands.add_parser("pipeline", help="the corpus pipeline, deployed or on this machine")

@@ -32,6 +32,7 @@ from .lines import LineFile, aligned_chunks, plural
 TIMEOUT = 60
 CONNECT_TIMEOUT, READ_TIMEOUT, ATTEMPTS = 10, 60, 3  # AWS calls: seconds to connect, seconds per answer, tries
 POLL_SECONDS = 2.0
+LOCAL_POLL_SECONDS = 0.1  # DescribeExecution of a local execution: no request costs anything
 LOCAL_REGION = "us-east-1"  # what `serve` answers in when nothing says otherwise
 LOCAL_CREDENTIALS = {"aws_access_key_id": "local", "aws_secret_access_key": "local"}  # placeholders for loopback
 OUTPUT_KEYS = ("CorpusBucketName", "CorpusPipelineArn")
@@ -66,12 +67,12 @@ def _session(on_this_machine: bool = False) -> Any:
     return session
 
 
-def _client(session: Any, service: str, region: str | None = None) -> Any:
+def _client(session: Any, service: str, region: str | None = None, endpoint: str | None = None) -> Any:
     """A client that gives up on an endpoint that does not answer: CONNECT_TIMEOUT to connect, READ_TIMEOUT for each
-    answer, ATTEMPTS tries in all."""
+    answer, ATTEMPTS tries in all (``endpoint``: a local one's URL, else the configured one)."""
     from botocore.config import Config
 
-    return session.client(service, region_name=region, config=Config(
+    return session.client(service, region_name=region, endpoint_url=endpoint, config=Config(
         connect_timeout=CONNECT_TIMEOUT, read_timeout=READ_TIMEOUT,
         retries={"mode": "standard", "max_attempts": ATTEMPTS}))
 
@@ -309,72 +310,71 @@ def run_pipeline(stack: str, files: list[LineFile], settings: chrf_core.CHRF, as
         jsonl.seek(0)
         session, region = deployed_session()
         try:
-            cloudformation, s3 = _client(session, "cloudformation", region), _client(session, "s3", region)
-            stepfunctions = _client(session, "stepfunctions", region)
+            cloudformation = _client(session, "cloudformation", region)
         except Exception as error:
             raise _aws_problem(error) from None
         outputs, parameters = stack_outputs(cloudformation, stack, region)
-        bucket, machine = outputs["CorpusBucketName"], outputs["CorpusPipelineArn"]
-        run = _run_name()
-        input_key = f"{parameters.get('InputPrefix') or 'inputs/'}{run}.jsonl"
-        report_key = f"{parameters.get('ReportPrefix') or 'reports/'}{run}.json"
-        try:
-            s3.upload_fileobj(jsonl, bucket, input_key)
-        except Exception as error:
-            raise _aws_problem(error) from None
-    execution_input = _execution_input(bucket, input_key, report_key, settings)
-    try:
-        execution = stepfunctions.start_execution(stateMachineArn=machine, name=run,
-                                                  input=json.dumps(execution_input))["executionArn"]
-    except Exception as error:
-        raise _aws_problem(error) from None
-    print(f"uploaded {plural(facts.segments, 'segment')} to s3://{bucket}/{input_key}; execution {run}",
-          file=sys.stderr)
-    started, tty = time.monotonic(), _show_progress()
-    while True:
-        try:
-            described = stepfunctions.describe_execution(executionArn=execution)
-        except Exception as error:
-            raise _aws_problem(error) from None
-        if described["status"] != "RUNNING":
-            break
-        if tty:
-            sys.stderr.write(_progress(stepfunctions, execution, started))
-            sys.stderr.flush()
-        time.sleep(poll_seconds or POLL_SECONDS)
-    if tty:
-        sys.stderr.write("\r\x1b[K")
-    return _finish(described, s3, bucket, report_key, files, settings, as_json, facts)
+        return _execute(session, region, None, outputs, parameters, jsonl, files, settings, facts, as_json,
+                        poll_seconds or POLL_SECONDS, local=False)
 
 
 def run_local_pipeline(files: list[LineFile], settings: chrf_core.CHRF, template: Path, as_json: bool = False,
                        log: str | None = None) -> int:
-    """The same, on this machine with nothing deployed: the template's state machine run by the local runner, its
-    functions through `serve`'s Invoke API, S3 on a moto server, all on 127.0.0.1 and stopped at the end. Quiet
-    but for progress on a terminal (``batches 12/40``); the functions' logs go to ``log`` if given."""
-    from chrf_components_local.pipeline import LocalPipeline, PipelineError
-
-    tty = _show_progress()
-
-    def progress(done: int, total: int) -> None:
-        sys.stderr.write(f"\rbatches {done}/{total}")
-        sys.stderr.flush()
+    """The same flow on this machine with nothing deployed: against `serve` on 127.0.0.1 (LocalStack: Lambda, S3
+    and Step Functions on one port, the template's state machine on the local runner), stopped at the end. Quiet
+    but for progress on a terminal; the functions' logs go to ``log`` if given."""
+    from chrf_components_local.pipeline import REGION, LocalStack, PipelineError
 
     with tempfile.TemporaryFile() as jsonl:
         facts = write_jsonl(files, jsonl, settings)
         jsonl.seek(0)
         try:
-            pipeline = LocalPipeline(template, progress=progress if tty else None, log=log)
+            stack = LocalStack(template, log=log)
         except PipelineError as error:
             raise RemoteError(f"{template}: {error}") from None
-        with pipeline:
-            run = _run_name()
-            input_key, report_key = f"{pipeline.input_prefix}{run}.jsonl", f"{pipeline.report_prefix}{run}.json"
-            pipeline.s3.upload_fileobj(jsonl, pipeline.bucket, input_key)
+        with stack:
+            return _execute(stack.session(), REGION, stack.url, stack.outputs, stack.parameters, jsonl, files,
+                            settings, facts, as_json, LOCAL_POLL_SECONDS, local=True)
+
+
+def _execute(session: Any, region: str, endpoint: str | None, outputs: dict[str, str], parameters: dict[str, str],
+             jsonl: Any, files: list[LineFile], settings: chrf_core.CHRF, facts: Facts, as_json: bool,
+             poll_seconds: float, local: bool) -> int:
+    """`pipeline run`'s one flow, deployed (``endpoint`` None: AWS's) or local: upload the JSON Lines, start an
+    execution of the stack's state machine, follow it with DescribeExecution, print the report."""
+    try:
+        s3 = _client(session, "s3", region, endpoint)
+        stepfunctions = _client(session, "stepfunctions", region, endpoint)
+    except Exception as error:
+        raise _aws_problem(error) from None
+    bucket, machine = outputs["CorpusBucketName"], outputs["CorpusPipelineArn"]
+    run = _run_name()
+    input_key = f"{parameters.get('InputPrefix') or 'inputs/'}{run}.jsonl"
+    report_key = f"{parameters.get('ReportPrefix') or 'reports/'}{run}.json"
+    try:
+        s3.upload_fileobj(jsonl, bucket, input_key)
+        execution = stepfunctions.start_execution(
+            stateMachineArn=machine, name=run,
+            input=json.dumps(_execution_input(bucket, input_key, report_key, settings)))["executionArn"]
+    except Exception as error:
+        raise _aws_problem(error) from None
+    if not local:
+        print(f"uploaded {plural(facts.segments, 'segment')} to s3://{bucket}/{input_key}; execution {run}",
+              file=sys.stderr)
+    started, tty = time.monotonic(), _show_progress()
+    try:
+        while True:
             try:
-                execution = pipeline.execute(_execution_input(pipeline.bucket, input_key, report_key, settings), run)
-            finally:
-                if tty:
-                    sys.stderr.write("\r\x1b[K")
-            return _finish(execution.described(), pipeline.s3, pipeline.bucket, report_key, files, settings, as_json,
-                           facts, say_where=False)
+                described = stepfunctions.describe_execution(executionArn=execution)
+            except Exception as error:
+                raise _aws_problem(error) from None
+            if described["status"] != "RUNNING":
+                break
+            if tty:
+                sys.stderr.write(_progress(stepfunctions, execution, started))
+                sys.stderr.flush()
+            time.sleep(poll_seconds)
+    finally:
+        if tty:
+            sys.stderr.write("\r\x1b[K")
+    return _finish(described, s3, bucket, report_key, files, settings, as_json, facts, say_where=not local)

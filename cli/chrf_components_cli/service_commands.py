@@ -119,6 +119,8 @@ def command_invoke(args: argparse.Namespace) -> int:
 
 
 def command_serve(args: argparse.Namespace) -> int:
+    if args.wait:
+        return wait_for_serve(args.host, args.port, args.timeout)
     need_aws_extra("serve")
     from chrf_components_local import server
     from chrf_components_local import template as sam_template
@@ -128,6 +130,32 @@ def command_serve(args: argparse.Namespace) -> int:
         return server.serve(args.host, args.port, template, args.workers, args.iam, args.region)
     except (sam_template.TemplateError, server.ServeError) as error:
         raise CommandError(str(error)) from None
+
+
+def wait_for_serve(host: str, port: int, timeout: float) -> int:
+    """`serve --wait`: poll host:port until a `serve` answers there (its Server header, not just any listener), at
+    most ``timeout`` seconds; exit 0 once it does, else exit 3."""
+    import http.client
+    import time
+
+    if not 0 < timeout <= 3600:
+        raise CommandError(f"--timeout must be more than 0 and at most 3600 seconds, got {timeout:g}")
+    deadline = time.monotonic() + timeout
+    while True:
+        connection = http.client.HTTPConnection(host, port, timeout=2)
+        try:
+            connection.request("GET", "/")
+            response = connection.getresponse()
+            response.read()
+            if response.getheader("Server", "").startswith("chrf-components-local"):
+                return 0
+        except (OSError, http.client.HTTPException):
+            pass
+        finally:
+            connection.close()
+        if time.monotonic() >= deadline:
+            raise CommandError(f"no serve answers on {host}:{port} after {timeout:g} s", EXIT_REMOTE)
+        time.sleep(0.1)
 
 
 def check_log_file(name: str, inputs: list[str]) -> None:

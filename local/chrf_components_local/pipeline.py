@@ -3,24 +3,20 @@
 * The state machine is the template's (``CorpusPipeline``): its definition file with the template's
   DefinitionSubstitutions applied (a function's ``!GetAtt X.Arn`` becomes the local ARN `serve` answers to, the
   bucket's ``!Ref`` the local bucket), run by the local runner (states.py), which checks it before anything starts.
-* Its Lambda tasks go through `serve`'s Lambda Invoke API on 127.0.0.1, so the functions run as Lambda runs them
-  (runtime.py: worker environments, the template's Timeout and environment, Lambda's error shapes).
-* S3 is a moto server on 127.0.0.1 (the corpus bucket, the input, ResultWriter's files, the report), and Step
-  Functions' DescribeMapRun (the merge's proof that the results cover every line) is answered from the runner's Map
-  Run records on 127.0.0.1; the functions reach both through ``AWS_ENDPOINT_URL_S3`` and ``AWS_ENDPOINT_URL_SFN``,
-  with placeholder credentials.
+* :class:`LocalStack` is `serve` on 127.0.0.1: one port for Lambda (the functions run as Lambda runs them,
+  runtime.py), S3 (moto's, with the template's buckets) and Step Functions (stepfunctions.py: StartExecution,
+  DescribeExecution, DescribeMapRun, ...). `pipeline run --local` runs `pipeline run --stack`'s own flow against it
+  (cli remote.run_pipeline): upload, StartExecution, DescribeExecution until it ends, the report from S3.
 
-Everything is started by :class:`LocalPipeline` and stopped when it closes; nothing leaves this machine. While it
-runs, the process (and so every function's worker) is cut off from the caller's AWS configuration and proxies
-(:func:`local_environment`): a stale profile, a broken config file, odd retry settings or a proxy meant for AWS
-change nothing that stays on 127.0.0.1.
+Nothing leaves this machine. While it runs, the process (and so every function's worker) is cut off from the
+caller's AWS configuration and proxies (:func:`local_environment`): a stale profile, a broken config file, odd
+retry settings or a proxy meant for AWS change nothing that stays on 127.0.0.1.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import logging
 import os
 import pathlib
 import re
@@ -64,7 +60,7 @@ class PipelineError(Exception):
     """The template or its definition cannot be run locally: one line, before anything starts."""
 
 
-def _resolved(template: dict[str, Any], value: Any, where: str, buckets: dict[str, str]) -> str:
+def _resolved(template: dict[str, Any], value: Any, where: str, buckets: dict[str, str], region: str = REGION) -> str:
     """A substitution's value as the deployed stack would give it, for this machine."""
     resources = template["Resources"]
     if isinstance(value, (str, int, float)) and not isinstance(value, bool):
@@ -79,14 +75,14 @@ def _resolved(template: dict[str, Any], value: Any, where: str, buckets: dict[st
                 name, attribute = argument
             kind = resources.get(name, {}).get("Type") if isinstance(name, str) else None
             if attribute == "Arn" and kind == "AWS::Serverless::Function":
-                return f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{name}"
+                return f"arn:aws:lambda:{region}:{ACCOUNT}:function:{name}"
         if function == "Ref":
             if argument in buckets:
                 return buckets[argument]
             if argument in template.get("Parameters", {}):
                 return str(template["Parameters"][argument].get("Default", ""))
         if function == "Fn::Sub" and isinstance(argument, str):
-            pseudo = {"AWS::StackName": STACK_NAME, "AWS::Region": REGION, "AWS::AccountId": ACCOUNT,
+            pseudo = {"AWS::StackName": STACK_NAME, "AWS::Region": region, "AWS::AccountId": ACCOUNT,
                       "AWS::Partition": "aws"}
             unknown = [name for name in PLACEHOLDER.findall(argument) if name not in pseudo]
             if not unknown:
@@ -100,7 +96,16 @@ def local_buckets(template: dict[str, Any]) -> dict[str, str]:
             if isinstance(resource, dict) and resource.get("Type") == "AWS::S3::Bucket"}
 
 
-def load_definition(template_path: pathlib.Path, logical_id: str = STATE_MACHINE) -> tuple[dict[str, Any], str]:
+def state_machine_ids(template_path: pathlib.Path) -> dict[str, str]:
+    """The template's state machines: logical id and type (STANDARD unless the template says EXPRESS)."""
+    resources = sam_template.load_template(template_path)["Resources"]
+    return {name: str(resource.get("Properties", {}).get("Type", "STANDARD")).upper()
+            for name, resource in resources.items()
+            if isinstance(resource, dict) and resource.get("Type") == "AWS::Serverless::StateMachine"}
+
+
+def load_definition(template_path: pathlib.Path, logical_id: str = STATE_MACHINE,
+                    region: str = REGION) -> tuple[dict[str, Any], str]:
     """The state machine's definition as SAM deploys it (DefinitionUri's file, or Definition, with the
     DefinitionSubstitutions applied) and its name; checked by the local runner."""
     template = sam_template.load_template(template_path)
@@ -122,7 +127,7 @@ def load_definition(template_path: pathlib.Path, logical_id: str = STATE_MACHINE
     else:
         raise PipelineError(f"{where}: no DefinitionUri or Definition")
     buckets = local_buckets(template)
-    substitutions = {key: _resolved(template, value, f"{where}.DefinitionSubstitutions.{key}", buckets)
+    substitutions = {key: _resolved(template, value, f"{where}.DefinitionSubstitutions.{key}", buckets, region)
                      for key, value in (properties.get("DefinitionSubstitutions") or {}).items()}
     missing = sorted({name for name in PLACEHOLDER.findall(text) if name not in substitutions})
     if missing:
@@ -132,7 +137,7 @@ def load_definition(template_path: pathlib.Path, logical_id: str = STATE_MACHINE
         definition = json.loads(text)
     except ValueError as error:
         raise PipelineError(f"{where}: the definition is not JSON ({error})") from None
-    name = _resolved(template, properties.get("Name", logical_id), f"{where}.Name", buckets)
+    name = _resolved(template, properties.get("Name", logical_id), f"{where}.Name", buckets, region)
     try:
         states.check_machine(definition)
     except states.NotImplementedByRunner as error:
@@ -140,72 +145,23 @@ def load_definition(template_path: pathlib.Path, logical_id: str = STATE_MACHINE
     return definition, name
 
 
-class StepFunctionsApi:
-    """Step Functions' API (JSON 1.0) for the functions the pipeline runs: DescribeMapRun of the runner's Map Runs;
-    any other action is refused by name."""
+class LocalStack:
+    """`serve` on 127.0.0.1 (a free port) in a thread of this process, cut off from the caller's AWS configuration
+    (:func:`local_environment`), as a context manager: what `pipeline run --local` runs the pipeline against. Its
+    ``url`` answers Lambda, S3 and Step Functions; ``outputs`` and ``parameters`` are what the deployed stack's
+    would be (the bucket's name, the state machine's ARN, the template's prefixes)."""
 
-    def __init__(self, map_runs: states.MapRuns) -> None:
-        self.map_runs = map_runs
-
-    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
-        length = int(environ.get("CONTENT_LENGTH") or 0)
-        body = environ["wsgi.input"].read(length) if length else b""
-        action = environ.get("HTTP_X_AMZ_TARGET", "").removeprefix("AWSStepFunctions.")
-        status, answer = "400 Bad Request", {"__type": "UnknownOperationException",
-                                             "message": f"the local pipeline does not implement Step Functions' "
-                                                        f"{action[:64] or 'action'}"}
-        if action == "DescribeMapRun":
-            try:
-                arn = json.loads(body).get("mapRunArn")
-            except (ValueError, AttributeError):
-                arn = None
-            described = self.map_runs.describe(arn) if isinstance(arn, str) else None
-            if described is None:
-                answer = {"__type": "ResourceNotFound", "message": "Map Run does not exist"}
-            else:
-                status, answer = "200 OK", described
-        data = json.dumps(answer).encode()
-        start_response(status, [("Content-Type", "application/x-amz-json-1.0"), ("Content-Length", str(len(data)))])
-        return [data]
-
-
-class _Background:
-    """A WSGI application served by waitress on 127.0.0.1 in a thread of its own, until stopped."""
-
-    def __init__(self, application: Any) -> None:
-        import waitress
-
-        self.server: Any = waitress.create_server(application, host="127.0.0.1", port=0, threads=4,
-                                                  ident="chrf-components-local")
-        self.url = f"http://127.0.0.1:{self.server.effective_port}"
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-        self.thread.start()
-
-    def stop(self) -> None:
-        from .server import stop_waitress
-
-        stop_waitress(self.server)
-        self.thread.join(5)
-
-
-class LocalPipeline:
-    """The corpus pipeline on 127.0.0.1 (used as a context manager): S3, the functions, the runner."""
-
-    def __init__(self, template_path: pathlib.Path, workers: int | None = None,
-                 progress: Callable[[int, int], None] | None = None, log: str | None = None) -> None:
-        self.template_path = template_path
-        self.template = sam_template.load_template(template_path)
-        self.definition, self.name = load_definition(template_path)  # before anything starts
-        self.workers = workers or max(2, os.cpu_count() or 2)
-        self.progress = progress
-        self.log = log or os.devnull  # the functions' output and the Invoke API's request lines
-        parameters = self.template.get("Parameters", {})
-        self.input_prefix = str(parameters.get("InputPrefix", {}).get("Default", "inputs/"))
-        self.report_prefix = str(parameters.get("ReportPrefix", {}).get("Default", "reports/"))
-        self.bucket = local_buckets(self.template).get("CorpusBucket", "corpusbucket")
+    def __init__(self, template_path: pathlib.Path, workers: int | None = None, log: str | None = None) -> None:
+        self.template_path, self.workers, self.log = template_path, workers or max(2, os.cpu_count() or 2), log
+        template = sam_template.load_template(template_path)
+        _, name = load_definition(template_path, STATE_MACHINE, REGION)  # refused here, before anything starts
+        self.outputs = {"CorpusBucketName": local_buckets(template).get("CorpusBucket", "corpusbucket"),
+                        "CorpusPipelineArn": f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:{name}"}
+        self.parameters = {key: str(value.get("Default", "")) for key, value in template.get("Parameters", {}).items()
+                           if isinstance(value, dict)}
         self._stops: list[Callable[[], None]] = []
 
-    def __enter__(self) -> LocalPipeline:
+    def __enter__(self) -> LocalStack:
         try:
             self._start()
         except BaseException:
@@ -217,44 +173,22 @@ class LocalPipeline:
         self.close()
 
     def _start(self) -> None:
-        import boto3
-        from botocore.config import Config
-        from moto.server import ThreadedMotoServer
-
         from .server import make_server
 
-        self._stops.append(local_environment())  # first: the servers, clients and workers start without them
-        logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's server logs every request otherwise
-        moto = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-        moto.start()
-        self._stops.append(moto.stop)
-        s3_url = "http://{}:{}".format(*moto.get_host_and_port())
-        map_runs = states.MapRuns()
-        stepfunctions = _Background(StepFunctionsApi(map_runs))
-        self._stops.append(stepfunctions.stop)
-        overrides = {"AWS_ACCESS_KEY_ID": CREDENTIALS["aws_access_key_id"],
-                     "AWS_SECRET_ACCESS_KEY": CREDENTIALS["aws_secret_access_key"], "AWS_SESSION_TOKEN": "",
-                     "AWS_REGION": REGION, "AWS_DEFAULT_REGION": REGION, "AWS_ENDPOINT_URL_S3": s3_url,
-                     "AWS_ENDPOINT_URL_SFN": stepfunctions.url}
-        server = make_server("127.0.0.1", 0, self.template_path, self.workers, region=REGION, overrides=overrides,
-                             warm=(), log=self.log)
-        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        self._stops.append(local_environment())  # first: the server, its clients and workers start without them
+        self.server = make_server("127.0.0.1", 0, self.template_path, self.workers, region=REGION, warm=(),
+                                  log=self.log or os.devnull)
+        thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         thread.start()
-        self._stops.append(server.shutdown)
-        self._stops.append(server.server_close)  # stopped first: a task in flight ends at once
-        session = boto3.session.Session(region_name=REGION, **CREDENTIALS)
-        self.s3 = session.client("s3", endpoint_url=s3_url)
-        self.s3.create_bucket(Bucket=self.bucket)
-        lambda_client = session.client("lambda", endpoint_url=f"http://127.0.0.1:{server.server_address[1]}",
-                                       config=Config(retries={"max_attempts": 1}, connect_timeout=10,
-                                                     read_timeout=900))
-        services = states.Services(states.invoke_api(lambda_client), self.s3, map_runs, self.workers,
-                                   progress=self.progress)
-        self.machine = states.StateMachine(self.definition, self.name, services, REGION, ACCOUNT)
+        self._stops.append(self.server.shutdown)
+        self._stops.append(self.server.server_close)  # stopped first: executions and tasks in flight end at once
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
 
-    def execute(self, execution_input: dict[str, Any], name: str) -> states.Execution:
-        """One execution of the state machine, run to its end."""
-        return self.machine.execute(execution_input, name)
+    def session(self) -> Any:
+        """A boto3 session for this stack (placeholder credentials, its region)."""
+        import boto3
+
+        return boto3.session.Session(region_name=REGION, **CREDENTIALS)
 
     def close(self) -> None:
         """Stop everything that was started, in the reverse order."""

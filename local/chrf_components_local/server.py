@@ -24,16 +24,20 @@ SIGINT (Ctrl-C) and SIGTERM stop the server and every worker.
 from __future__ import annotations
 
 import contextlib
+import io
 import json
+import os
 import pathlib
 import re
 import signal
 import socket
 import sys
 import time
+import uuid
 from collections.abc import Callable, Iterable
 from typing import Any, TextIO
 from urllib.parse import unquote
+from xml.sax.saxutils import escape
 
 from chrf_core.contract import EXECUTE_PATH
 
@@ -41,6 +45,7 @@ from . import template as sam_template
 from .answers import lambda_error
 from .http_api import HttpApi
 from .invoke_api import INVOKE_PATH, InvokeApi
+from .pipeline import local_buckets
 from .runtime import Functions
 
 CONNECTION_TIMEOUT = 30  # seconds a connection may stay idle before the server closes it
@@ -73,17 +78,35 @@ class Gateway:
     with one escaped, text-free log line per request."""
 
     def __init__(self, functions: Functions, template: dict[str, Any], credentials: Any = None,
-                 region: str = "us-east-1", log: TextIO | None = None) -> None:
+                 region: str = "us-east-1", log: TextIO | None = None, stepfunctions: Any = None,
+                 s3: Any = None) -> None:
         self.functions, self.credentials, self.region = functions, credentials, region
         self.log = log  # None: the request lines go to stderr
         self.lambda_api = InvokeApi(functions, region)
         self.http_api = HttpApi(functions, template)
+        self.stepfunctions = stepfunctions  # stepfunctions.StepFunctionsApi, or None
+        self.s3 = s3  # moto's S3 as a WSGI application, or None
+        self.buckets: list[str] = []  # the template's, on that S3
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         method, target = environ["REQUEST_METHOD"], environ.get("REQUEST_URI") or environ.get("PATH_INFO", "/")
+        service = aws_service(environ.get("HTTP_X_AMZ_TARGET"), environ.get("HTTP_AUTHORIZATION"),
+                              environ.get("QUERY_STRING", ""))
+        if service == "s3" and self.s3 is not None:
+            return self.s3_answer(environ, start_response, method)
         headers, body = request_headers(environ), read_body(environ)
         function = INVOKE_PATH.fullmatch(target.partition("?")[0])
-        if function and method == "POST":
+        if service == "states" and self.stepfunctions is not None:
+            refusal = self.refused(method, target, headers, body, "states")
+            if refusal:
+                status, answer = 400, {"__type": refusal.code, "message": str(refusal)}
+            else:
+                status, answer = self.stepfunctions.answer(headers.get("x-amz-target", ""), body)
+            data = json.dumps(answer).encode()
+            response_headers = [("Content-Type", "application/x-amz-json-1.0"),
+                                ("x-amzn-RequestId", str(uuid.uuid4()))]
+            target = "/ " + escaped(headers.get("x-amz-target", ""), 64)  # the action, never the caller's values
+        elif function and method == "POST":
             refusal = self.refused("POST", target, headers, body, "lambda")
             if refusal:
                 status, response_headers, data = lambda_error(403, refusal.code, str(refusal))
@@ -96,13 +119,45 @@ class Gateway:
                 lambda: self.refused(method, target, headers, body, "execute-api"))
         start_response(f"{status} {STATUS_TEXT.get(status, 'Status')}",
                        [*response_headers, ("Content-Length", str(len(data)))])
-        with contextlib.suppress(ValueError):  # a log file closed as the server stops
-            (self.log or sys.stderr).write(f"{time.strftime('%H:%M:%S')} {environ.get('REMOTE_ADDR', '')} "
-                           f"\"{escaped(method, 16)} {escaped(target)}\" {status} {len(data)}\n")
+        self.log_line(environ, method, target, status, len(data))
         return [data]
 
-    def function_of(self, method: str, path: str) -> str | None:
-        """The function a request (its method and unquoted path) is for, if any: the queue it waits in."""
+    def log_line(self, environ: dict[str, Any], method: str, target: str, status: int, size: int) -> None:
+        with contextlib.suppress(ValueError):  # a log file closed as the server stops
+            (self.log or sys.stderr).write(f"{time.strftime('%H:%M:%S')} {environ.get('REMOTE_ADDR', '')} "
+                                           f"\"{escaped(method, 16)} {escaped(target)}\" {status} {size}\n")
+
+    def s3_answer(self, environ: dict[str, Any], start_response: StartResponse, method: str) -> Iterable[bytes]:
+        """An S3 request, answered by moto's S3 (checked first with --iam); logged without its bucket or key."""
+        seen: dict[str, Any] = {}
+        if self.credentials is not None:
+            body = read_body(environ)
+            target = environ.get("REQUEST_URI") or environ.get("PATH_INFO", "/")
+            refusal = self.refused(method, target, request_headers(environ), body, "s3")
+            if refusal:
+                code = S3_SIGNATURE_ERRORS.get(refusal.code, "AccessDenied")
+                data = (f'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>{code}</Code>'
+                        f"<Message>{escape(str(refusal))}</Message></Error>").encode()
+                start_response("403 Forbidden", [("Content-Type", "application/xml"),
+                                                 ("Content-Length", str(len(data)))])
+                self.log_line(environ, method, "/ (S3)", 403, len(data))
+                return [data]
+            environ["wsgi.input"] = io.BytesIO(body)
+
+        def remembered(status: str, headers: list[tuple[str, str]], *rest: Any) -> Any:
+            seen["status"] = status
+            return start_response(status, headers, *rest)
+
+        chunks = self.s3(environ, remembered)
+        self.log_line(environ, method, "/ (S3)", int(str(seen.get("status", "0")).split(" ")[0] or 0), 0)
+        return chunks  # type: ignore[no-any-return]
+
+    def function_of(self, method: str, path: str, headers: dict[str, str] | None = None, query: str = "") -> str | None:
+        """The function a request (its method, unquoted path, waitress's headers and query) is for, if any: the
+        queue it waits in (S3's and Step Functions' requests wait in AWS_QUEUE)."""
+        headers = headers or {}
+        if aws_service(headers.get("X_AMZ_TARGET"), headers.get("AUTHORIZATION"), query) in ("s3", "states"):
+            return AWS_QUEUE
         invocation = INVOKE_PATH.fullmatch(path)
         if invocation and method == "POST":
             return self.lambda_api.function_of(invocation[1])
@@ -121,6 +176,28 @@ class Gateway:
         except SignatureError as error:
             return error
         return None
+
+
+LOCAL_REGION = "us-east-1"  # where the local functions and state machines live unless --region says otherwise
+AWS_QUEUE = "(aws)"  # the queue of S3's and Step Functions' requests
+AWS_THREADS = 8
+S3_SIGNATURE_ERRORS = {"InvalidSignatureException": "SignatureDoesNotMatch",  # S3's names for the same refusals
+                       "UnrecognizedClientException": "InvalidAccessKeyId",
+                       "IncompleteSignatureException": "AuthorizationHeaderMalformed"}
+S3_REQUEST_LIMIT = 256 * 1024 * 1024  # bytes of one S3 request's body (PutObject, UploadPart): the local limit
+SCOPE = re.compile(r"Credential=[^/,\s]*/\d{8}/[^/,\s]*/([a-z0-9-]+)/aws4_request")
+
+
+def aws_service(target: str | None, authorization: str | None, query: str) -> str | None:
+    """Which AWS service a request is for, as LocalStack's gateway tells them apart: Step Functions' X-Amz-Target,
+    else the service in the SigV4 credential scope (the Authorization header's, or a presigned URL's
+    X-Amz-Credential); None for an unsigned request."""
+    if target and target.startswith("AWSStepFunctions."):
+        return "states"
+    match = SCOPE.search(authorization or "")
+    if match is None and "X-Amz-Credential=" in query:
+        match = SCOPE.search("Credential=" + unquote(query.partition("X-Amz-Credential=")[2].partition("&")[0]))
+    return match[1] if match else None
 
 
 STATUS_TEXT = {200: "OK", 202: "Accepted", 204: "No Content", 400: "Bad Request", 403: "Forbidden", 404: "Not Found",
@@ -152,6 +229,25 @@ def stop_waitress(server: Any) -> None:
     server.task_dispatcher.shutdown()
 
 
+def s3_sized_parser() -> type:
+    """waitress's request parser, with S3's requests allowed bodies up to S3_REQUEST_LIMIT instead of API Gateway's
+    10 MB (waitress spools a large body to a file; moto's S3 then holds the object)."""
+    import copy
+
+    from waitress.parser import HTTPRequestParser
+
+    class S3SizedParser(HTTPRequestParser):  # type: ignore[misc]
+        def parse_header(self, header_plus: bytes) -> None:
+            super().parse_header(header_plus)
+            headers = self.headers
+            if aws_service(headers.get("X_AMZ_TARGET"), headers.get("AUTHORIZATION"), self.query or "") == "s3":
+                adjustments: Any = copy.copy(getattr(self, "adj"))  # noqa: B009 (waitress's attribute, untyped)
+                adjustments.max_request_body_size = S3_REQUEST_LIMIT
+                self.adj = adjustments
+
+    return S3SizedParser
+
+
 def lingering_channel() -> type:
     """waitress's connection with a lingering close, as Apache's and nginx's: when the server closes a connection
     after answering while the client may still be sending (a request refused before it was read in full: headers
@@ -162,6 +258,7 @@ def lingering_channel() -> type:
     class LingeringChannel(HTTPChannel):  # type: ignore[misc]
         linger_until = 0.0
         linger_left = 0
+        parser_class = s3_sized_parser()
 
         def handle_close(self) -> None:
             if self.will_close and self.connected:  # the server's close after its answer, not the client's
@@ -208,7 +305,8 @@ class FunctionQueues:
     function's backlog waits in its own queue and never delays another function's requests (Lambda's concurrency
     is per function)."""
 
-    def __init__(self, threads: dict[str, int], spare: int, function_of: Callable[[str, str], str | None]) -> None:
+    def __init__(self, threads: dict[str, int], spare: int,
+                 function_of: Callable[[str, str, dict[str, str], str], str | None]) -> None:
         from waitress.task import ThreadedTaskDispatcher
 
         self.function_of = function_of
@@ -225,7 +323,7 @@ class FunctionQueues:
         request = channel.requests[0] if getattr(channel, "requests", None) else None
         name = None
         if request is not None and request.error is None:
-            name = self.function_of(request.command, request.path)
+            name = self.function_of(request.command, request.path, request.headers, request.query)
         self.queues[name or ""].add_task(channel)
 
     def shutdown(self, cancel_pending: bool = True, timeout: float = 5) -> bool:
@@ -237,27 +335,24 @@ class FunctionQueues:
 
 
 class LocalServer:
-    """waitress serving the Gateway on host:port, with the function's workers started."""
+    """waitress serving the Gateway on a bound socket, with the function's workers started."""
 
-    def __init__(self, host: str, port: int, functions: Functions, gateway: Gateway, workers: int,
+    def __init__(self, listener: socket.socket, functions: Functions, gateway: Gateway, workers: int,
                  idle_timeout: int) -> None:
         import waitress
 
-        self.functions, self.region = functions, gateway.region
+        self.functions, self.region, self.gateway = functions, gateway.region, gateway
         self.log_stream: TextIO | None = None
-        queues = FunctionQueues({name: 2 * workers for name in functions.runtimes}, SPARE_THREADS, gateway.function_of)
-        try:
-            self.waitress = waitress.create_server(
-                gateway, _dispatcher=queues, host=host, port=port, connection_limit=CONNECTION_LIMIT, backlog=BACKLOG,
-                channel_timeout=idle_timeout, cleanup_interval=max(1, min(30, idle_timeout)),
-                max_request_body_size=sam_template.API_GATEWAY_PAYLOAD_LIMIT, asyncore_use_poll=True,
-                ident="chrf-components-local", clear_untrusted_proxy_headers=True,
-            )
-        except (OSError, OverflowError, ValueError) as error:
-            queues.shutdown()
-            raise ServeError(f"cannot listen on {host}:{port} ({getattr(error, 'strerror', None) or error})") from None
+        queues = FunctionQueues({**{name: 2 * workers for name in functions.runtimes}, AWS_QUEUE: AWS_THREADS},
+                                SPARE_THREADS, gateway.function_of)
+        self.server_address = listener.getsockname()[:2]
+        self.waitress = waitress.create_server(
+            gateway, _dispatcher=queues, sockets=[listener], connection_limit=CONNECTION_LIMIT, backlog=BACKLOG,
+            channel_timeout=idle_timeout, cleanup_interval=max(1, min(30, idle_timeout)),
+            max_request_body_size=sam_template.API_GATEWAY_PAYLOAD_LIMIT, asyncore_use_poll=True,
+            ident="chrf-components-local", clear_untrusted_proxy_headers=True,
+        )
         self.waitress.channel_class = lingering_channel()
-        self.server_address = (host, int(self.waitress.effective_port))
 
     def serve_forever(self) -> None:
         """Serve until shutdown() from another thread, or SIGINT / SIGTERM in the main thread."""
@@ -268,10 +363,36 @@ class LocalServer:
         stop_waitress(self.waitress)
 
     def server_close(self) -> None:
-        """Stop the function's workers (and close the log file, if there is one)."""
+        """Stop the executions and the function's workers (and close the log file, if there is one)."""
+        if self.gateway.stepfunctions is not None:
+            self.gateway.stepfunctions.close()
         self.functions.close()
         if self.log_stream is not None:
             self.log_stream.close()
+
+
+def listening(host: str, port: int) -> socket.socket:
+    """A socket bound to host:port (0: a free port), so that the address is known before anything starts."""
+    try:
+        family, kind, protocol, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+        listener = socket.socket(family, kind, protocol)
+    except (OSError, OverflowError, UnicodeError) as error:
+        raise ServeError(f"cannot listen on {host}:{port} ({getattr(error, 'strerror', None) or error})") from None
+    try:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(address)
+    except (OSError, OverflowError) as error:
+        listener.close()
+        raise ServeError(f"cannot listen on {host}:{port} ({getattr(error, 'strerror', None) or error})") from None
+    return listener
+
+
+def local_url(listener: socket.socket) -> str:
+    """The URL the functions and the runner reach this server at (loopback where it listens on every address)."""
+    host, port = listener.getsockname()[:2]
+    if host in ("0.0.0.0", "::"):
+        host = "127.0.0.1" if host == "0.0.0.0" else "::1"
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 
 def make_server(host: str = "127.0.0.1", port: int = 3000, template: pathlib.Path | None = None,
@@ -280,42 +401,104 @@ def make_server(host: str = "127.0.0.1", port: int = 3000, template: pathlib.Pat
                 warm: tuple[str, ...] = (sam_template.DEFAULT_FUNCTION,), log: str | None = None) -> LocalServer:
     """A server bound to host:port (port 0 picks a free one), with its function workers started, not yet serving.
 
-    The functions live in ``region`` (default: the AWS chain's, else us-east-1), which ARNs must name. With
-    ``iam``, requests must be signed for it (service execute-api, or lambda for the Invoke API) with the credentials
-    of the standard AWS chain, including their session token if they have one. ``overrides``, ``warm`` and ``log``
-    (also for the server's own request lines): as for runtime.Functions."""
+    The functions live in ``region`` (default: us-east-1, whatever the caller's AWS configuration says, as with
+    no --iam nothing of it is read; with --iam: AWS_REGION or the AWS chain's), which ARNs must name. The same
+    port answers S3 (moto's, with the template's buckets) and Step Functions (the template's state machines on the
+    local runner); the functions reach both there (AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL_SFN), as a deployed
+    function reaches AWS's. With ``iam``, requests must be signed for it (service execute-api, lambda, s3 or states)
+    with the credentials of the standard AWS chain, including their session token if they have one; the functions
+    and the runner sign with those. ``overrides``, ``warm`` and ``log`` (also for the server's own request lines):
+    as for runtime.Functions."""
     if workers < 1:
         raise ServeError("--workers must be at least 1")
-    import botocore.session
-    from botocore.exceptions import BotoCoreError
-
-    session = botocore.session.get_session()
     credentials = None
-    try:  # a profile that is not there, a config file that does not parse: one line
-        if iam:
+    if iam:  # the caller's AWS configuration is read for --iam alone
+        import botocore.session
+        from botocore.exceptions import BotoCoreError
+
+        session = botocore.session.get_session()
+        try:  # a profile that is not there, a config file that does not parse: one line
             found = session.get_credentials()
             if found is None:
                 raise ServeError("--iam needs AWS credentials (the standard chain) to check signatures against")
             credentials = found.get_frozen_credentials()
-            if not (region or session.get_config_variable("region")):
+            region = region or os.environ.get("AWS_REGION") or session.get_config_variable("region")
+            if not region:
                 raise ServeError("--iam needs a region to check signatures' scope against: --region or AWS_REGION")
-        region = region or session.get_config_variable("region") or "us-east-1"
-    except BotoCoreError as error:
-        raise ServeError(f"the AWS configuration: {error}") from None
+        except BotoCoreError as error:
+            raise ServeError(f"the AWS configuration: {error}") from None
+    region = region or LOCAL_REGION
     path = template or sam_template.find_template()
-    functions = Functions(path, workers, overrides, warm, log)
-    log_stream = open(log, "a", encoding="utf-8") if log else None  # noqa: SIM115 (closed by server_close)
+    template_data = sam_template.load_template(path)
+    listener = listening(host, port)
+    url = local_url(listener)
+    signing = {"AWS_ACCESS_KEY_ID": credentials.access_key, "AWS_SECRET_ACCESS_KEY": credentials.secret_key,
+               "AWS_SESSION_TOKEN": credentials.token or ""} if credentials else dict(PLACEHOLDER_ENVIRONMENT)
+    aws = {**signing, "AWS_REGION": region, "AWS_DEFAULT_REGION": region, "AWS_ENDPOINT_URL_S3": url,
+           "AWS_ENDPOINT_URL_SFN": url}
+    functions: Functions | None = None
+    log_stream = None
     try:
-        server = LocalServer(host, port, functions,
-                             Gateway(functions, sam_template.load_template(path), credentials, region, log_stream),
-                             workers, idle_timeout)
+        stepfunctions, s3 = local_services(path, template_data, url, region, credentials)
+        buckets = list(local_buckets(template_data).values())
+        functions = Functions(path, workers, {**aws, **(overrides or {})}, warm, log)
+        log_stream = open(log, "a", encoding="utf-8") if log else None  # noqa: SIM115 (closed by server_close)
+        gateway = Gateway(functions, template_data, credentials, region, log_stream, stepfunctions, s3)
+        gateway.buckets = buckets
+        server = LocalServer(listener, functions, gateway, workers, idle_timeout)
     except BaseException:
-        functions.close()
+        listener.close()
+        if functions is not None:
+            functions.close()
         if log_stream:
             log_stream.close()
         raise
     server.log_stream = log_stream
     return server
+
+
+PLACEHOLDER_ENVIRONMENT = {"AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local", "AWS_SESSION_TOKEN": ""}
+
+
+def local_services(path: pathlib.Path, template: dict[str, Any], url: str, region: str,
+                   credentials: Any) -> tuple[Any, Any]:
+    """Step Functions' API for the template's state machines, and moto's S3 with the template's buckets."""
+    from .stepfunctions import StepFunctionsApi
+
+    def services() -> Any:  # made when the first execution starts: boto3 clients of this server
+        import boto3
+        from botocore.config import Config
+
+        from . import states
+
+        keys = ({"aws_access_key_id": credentials.access_key, "aws_secret_access_key": credentials.secret_key,
+                 "aws_session_token": credentials.token} if credentials else
+                {"aws_access_key_id": "local", "aws_secret_access_key": "local"})
+        session = boto3.session.Session(region_name=region, **keys)
+        config = Config(retries={"max_attempts": 1}, connect_timeout=10, read_timeout=900)
+        return states.Services(states.invoke_api(session.client("lambda", endpoint_url=url, config=config)),
+                               session.client("s3", endpoint_url=url, config=config), stepfunctions.map_runs,
+                               max(2, os.cpu_count() or 2))
+
+    stepfunctions = StepFunctionsApi(path, region, services)
+    s3 = moto_s3(list(local_buckets(template).values()), region)
+    return stepfunctions, s3
+
+
+def moto_s3(buckets: list[str], region: str) -> Any:
+    """moto's S3 as a WSGI application (in this process: what it stores lives as long as the server), with the
+    template's buckets created."""
+    import logging
+
+    from moto.moto_server.werkzeug_app import create_backend_app
+    from moto.s3.models import s3_backends
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    backend = s3_backends[sam_template.ACCOUNT]["global"]
+    for bucket in buckets:
+        if bucket not in backend.buckets:
+            backend.create_bucket(bucket, region)
+    return create_backend_app("s3")
 
 
 def _stopper(server: LocalServer) -> Callable[[int, Any], None]:
@@ -336,6 +519,9 @@ def serve(host: str, port: int, template: pathlib.Path, workers: int = 4, iam: b
     print(f"serving POST {url}{EXECUTE_PATH} ({workers} workers{signed}; Ctrl-C to stop)", file=sys.stderr)
     print(f"and the Lambda Invoke API at {url} for {', '.join(server.functions.runtimes)} "
           f"(boto3 endpoint_url, aws --endpoint-url, AWS_ENDPOINT_URL_LAMBDA)", file=sys.stderr)
+    machines = ", ".join(machine.name for machine in server.gateway.stepfunctions.machines.values())
+    print(f"and S3 (buckets {', '.join(sorted(server.gateway.buckets))}) and Step Functions ({machines}) at {url}: "
+          f"AWS_ENDPOINT_URL={url}", file=sys.stderr)
     example = json.dumps({"hypotheses": ["the cat sat"], "references": ["the cat sat down"]})
     print(f"try: curl -s {url}{EXECUTE_PATH} -d '{example}'", file=sys.stderr)
     # Both signals stop the server, also where SIGINT came ignored (a process started in the background by a

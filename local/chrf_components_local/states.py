@@ -35,7 +35,6 @@ import random
 import re
 import tempfile
 import threading
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from typing import IO, Any, NamedTuple
@@ -90,6 +89,28 @@ class StatesError(Exception):
     def __init__(self, error: str, cause: str = "") -> None:
         super().__init__(f"{error}: {cause}")
         self.error, self.cause = error, cause
+
+
+class Stopped(Exception):
+    """The execution was stopped (StopExecution, or the server stopping): it ends ABORTED where it is."""
+
+
+class Control:
+    """What one execution (and its child executions) share: the stop signal, and how many states it entered."""
+
+    def __init__(self) -> None:
+        self.stop = threading.Event()
+        self.transitions = 0
+
+    def check(self) -> None:
+        """Raise Stopped once the execution has been asked to stop."""
+        if self.stop.is_set():
+            raise Stopped
+
+    def pause(self, seconds: float) -> None:
+        """A retrier's wait, cut short (Stopped) when the execution is stopped."""
+        if self.stop.wait(seconds):
+            raise Stopped
 
 
 class LambdaAnswer(NamedTuple):
@@ -368,8 +389,9 @@ def check_rule(rule: Any, where: str, field: str, top: bool = False) -> None:
 class Context:
     """The context object ($$) of one execution, and the state it is in."""
 
-    def __init__(self, execution: dict[str, Any], machine: dict[str, Any]) -> None:
+    def __init__(self, execution: dict[str, Any], machine: dict[str, Any], control: Control | None = None) -> None:
         self.execution, self.machine = execution, machine
+        self.control = control or Control()
         self.state: dict[str, Any] = {}
         self.item: dict[str, Any] | None = None
 
@@ -518,6 +540,17 @@ class MapRuns:
             run = self.runs.get(arn)
             return run.described() if run else None
 
+    def of_execution(self, execution_arn: str) -> list[MapRun]:
+        """The Map Runs an execution started, newest first."""
+        with self.lock:
+            return [run for run in reversed(self.runs.values()) if run.execution_arn == execution_arn]
+
+    def forget(self, execution_arn: str) -> None:
+        """Forget the Map Runs of an execution no longer remembered."""
+        with self.lock:
+            for run in [run for run in self.runs.values() if run.execution_arn == execution_arn]:
+                del self.runs[run.arn]
+
 
 class Services(NamedTuple):
     """What the runner reaches outside itself."""
@@ -526,7 +559,7 @@ class Services(NamedTuple):
     s3: Any  # a boto3 S3 client
     map_runs: MapRuns
     concurrency: int = 4  # child executions at once, at most (and at most MaxConcurrency)
-    sleep: Callable[[float], None] = time.sleep
+    sleep: Callable[[float], None] | None = None  # a retrier's wait; None: wait, unless the execution is stopped
     jitter: Callable[[], float] = random.random  # a share in [0, 1) of a FULL-jitter delay
     progress: Callable[[int, int], None] | None = None  # (child executions done, in all), from the caller's thread
 
@@ -550,22 +583,31 @@ class StateMachine:
         self.region, self.account = region, account
         self.arn = f"arn:aws:states:{region}:{account}:stateMachine:{name}"
 
-    def execute(self, execution_input: Any, name: str | None = None) -> Execution:
-        """Run one execution to its end (the caller waits, as for StartSyncExecution)."""
+    def execution_arn(self, name: str) -> str:
+        return f"arn:aws:states:{self.region}:{self.account}:execution:{self.name}:{name}"
+
+    def execute(self, execution_input: Any, name: str | None = None, control: Control | None = None,
+                started: datetime.datetime | None = None) -> Execution:
+        """Run one execution to its end (the caller waits, as for StartSyncExecution); ABORTED when ``control``
+        is told to stop."""
         name = name or str(uuid.uuid4())
-        arn = f"arn:aws:states:{self.region}:{self.account}:execution:{self.name}:{name}"
-        context = Context({"Id": arn, "Input": execution_input, "Name": name, "StartTime": timestamp(now()),
-                           "RoleArn": f"arn:aws:iam::{self.account}:role/local"}, {"Id": self.arn, "Name": self.name})
+        arn = self.execution_arn(name)
+        context = Context({"Id": arn, "Input": execution_input, "Name": name, "StartTime": timestamp(started or now()),
+                           "RoleArn": f"arn:aws:iam::{self.account}:role/local"}, {"Id": self.arn, "Name": self.name},
+                          control)
         try:
             checked_size(execution_input, "execution input")
             output = self.run(self.definition, execution_input, context)
         except StatesError as error:
             return Execution(arn, "FAILED", error=error.error, cause=error.cause)
+        except Stopped:
+            return Execution(arn, "ABORTED")
         return Execution(arn, "SUCCEEDED", output=dumps(output))
 
     def run(self, machine: dict[str, Any], data: Any, context: Context) -> Any:
         states, name = machine["States"], machine["StartAt"]
         while True:
+            context.control.check()
             state = states[name]
             context.state = {"Name": name, "EnteredTime": timestamp(now()), "RetryCount": 0}
             kind = state["Type"]
@@ -619,7 +661,11 @@ class StateMachine:
                 retrier = state["Retry"][found]
                 if attempts[found] >= retrier.get("MaxAttempts", 3):
                     raise
-                self.services.sleep(retry_delay(retrier, attempts[found], self.services.jitter))
+                delay = retry_delay(retrier, attempts[found], self.services.jitter)
+                if self.services.sleep is None:
+                    context.control.pause(delay)
+                else:
+                    self.services.sleep(delay)
                 attempts[found] += 1
                 context.state["RetryCount"] = context.state.get("RetryCount", 0) + 1
 
@@ -706,8 +752,9 @@ class StateMachine:
                                   f"The specified tolerated failure threshold was exceeded: {record.items['failed']} "
                                   f"of {record.items['total']} items failed")
             return outputs if outputs is not None else child.written
-        except BaseException:
-            record.status = "FAILED" if record.status == "RUNNING" else record.status
+        except BaseException as error:
+            if record.status == "RUNNING":
+                record.status = "ABORTED" if isinstance(error, Stopped) else "FAILED"
             raise
         finally:
             record.stop = now()
@@ -835,7 +882,8 @@ class ChildRuns:
         data = json.loads(text)
         context = Context({"Id": arn, "Input": data, "Name": name, "StartTime": timestamp(started),
                            "RoleArn": f"arn:aws:iam::{machine.account}:role/local"},
-                          {"Id": f"{machine.arn}/{self.label}", "Name": f"{machine.name}/{self.label}"})
+                          {"Id": f"{machine.arn}/{self.label}", "Name": f"{machine.name}/{self.label}"},
+                          self.state_input[1].control)
         entry: dict[str, Any] = {"ExecutionArn": arn, "Input": text, "InputDetails": {"Included": True},
                                  "Name": name}
         try:

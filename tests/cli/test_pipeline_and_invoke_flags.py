@@ -80,7 +80,7 @@ def test_no_credentials_is_one_line_saying_what_to_set_whichever_region_variable
 
 
 @pytest.mark.parametrize("command", [["pipeline", "run", "h", "h", "--stack", "chrf-components"],
-                                     ["serve", "--port", "0", "--template", str(ROOT / "template.yaml")],
+                                     ["serve", "--iam", "--port", "0", "--template", str(ROOT / "template.yaml")],
                                      ["request", "h", "--url", "http://127.0.0.1:9/x"],
                                      ["request", "h", "--function", "ChrfComponentsFunction"]])
 @pytest.mark.parametrize("problem", ["a stale profile", "a config file that does not parse"])
@@ -100,6 +100,34 @@ def test_a_broken_aws_configuration_is_one_line_not_a_traceback(tmp_path, comman
     assert done.returncode in (2, 3) and done.stdout == ""
     name = " ".join(command[:2]) if command[0] == "pipeline" else command[0]
     assert done.stderr == f"chrf-components {name}: error: the AWS configuration: {detail}\n"
+
+
+def test_serve_without_iam_reads_nothing_of_the_callers_aws_configuration(tmp_path):
+    """Issue 55 item 4: without --iam, serve checks no signature, so a stale profile, a config file that does not
+    parse or an odd retry setting change nothing (on 72c9660 each stopped serve with a traceback); its functions and
+    state machine live in us-east-1 whatever region the caller configured."""
+    import signal
+    import socket
+
+    (tmp_path / "config").write_text("[profile x\n", encoding="utf-8")
+    environment = {name: value for name, value in os.environ.items() if not name.startswith("AWS_")}
+    environment.update(HOME=str(tmp_path), AWS_PROFILE="nope", AWS_CONFIG_FILE=str(tmp_path / "config"),
+                       AWS_MAX_ATTEMPTS="abc", AWS_REGION="eu-west-1", AWS_DEFAULT_REGION="eu-west-1")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = str(probe.getsockname()[1])
+    server = subprocess.Popen([str(CLI), "serve", "--port", port, "--template", str(ROOT / "template.yaml")],
+                              cwd=tmp_path, env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                              text=True)
+    try:
+        waited = subprocess.run([str(CLI), "serve", "--port", port, "--wait"], capture_output=True, text=True,
+                                timeout=120)
+        assert waited.returncode == 0, waited.stderr
+    finally:
+        server.send_signal(signal.SIGTERM)
+        _, err = server.communicate(timeout=30)
+    assert "Traceback" not in err and "stateMachine" not in err
+    assert "and S3 (buckets corpusbucket) and Step Functions (local-corpus-pipeline)" in err
 
 
 @pytest.mark.parametrize("target", [["--url", "http://127.0.0.1:9/v1/x"], ["--function", "ChrfComponentsFunction"]])
@@ -152,3 +180,16 @@ def test_aws_region_alone_is_the_region_a_stack_is_looked_up_in(capsys, tmp_path
         code, out, err = run(capsys, "pipeline", "run", "h", "h", "--stack", "nope")
     assert (code, out) == (3, "") and err == ("chrf-components pipeline run: error: no stack nope in eu-west-1: "
                                               "check --stack and the region (AWS_REGION)\n")
+
+
+def test_serve_wait_gives_up_in_one_line_with_exit_3_when_no_serve_answers(tmp_path):
+    import socket
+
+    with socket.socket() as listener:  # something listens there, but it is not serve
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = str(listener.getsockname()[1])
+        done = subprocess.run([str(CLI), "serve", "--port", port, "--wait", "--timeout", "1"], capture_output=True,
+                              text=True, timeout=60)
+    assert (done.returncode, done.stdout) == (3, "")
+    assert done.stderr == f"chrf-components serve: error: no serve answers on 127.0.0.1:{port} after 1 s\n"

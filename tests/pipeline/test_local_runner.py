@@ -434,23 +434,3 @@ def test_the_definitions_retry_absorbs_a_lambda_service_fault_and_without_it_the
     execution, _ = run_real(s3, pipeline_handlers, without_retry, one_fault, count=10)
     assert (execution.status, execution.error) == ("FAILED", "States.ExceedToleratedFailureThreshold")
     assert "Contents" not in s3.list_objects_v2(Bucket="corpus", Prefix="reports/")
-
-
-def test_the_step_functions_endpoint_answers_describe_map_run_and_refuses_other_actions_by_name():
-    map_runs = states.MapRuns()
-    api = pipeline.StepFunctionsApi(map_runs)
-
-    def call(action, body):
-        import io
-
-        answer = {}
-        data = json.dumps(body).encode()
-        environ = {"CONTENT_LENGTH": str(len(data)), "wsgi.input": io.BytesIO(data),
-                   "HTTP_X_AMZ_TARGET": f"AWSStepFunctions.{action}"}
-        chunks = api(environ, lambda status, headers: answer.update(status=status))
-        return answer["status"], json.loads(b"".join(chunks))
-
-    assert call("StartExecution", {})[1] == {
-        "__type": "UnknownOperationException",
-        "message": "the local pipeline does not implement Step Functions' StartExecution"}
-    assert call("DescribeMapRun", {"mapRunArn": "arn:nothing"})[1]["__type"] == "ResourceNotFound"

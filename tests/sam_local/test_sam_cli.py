@@ -245,13 +245,15 @@ def test_the_corpus_pipeline_with_invalid_input_fails_naming_the_line_through_sa
     through start-lambda (or `serve`), the rest as `pipeline run --local` runs it (the merge reads S3 on this
     machine's loopback, which functions in SAM's containers do not reach)."""
     from chrf_components_local import states
-    from chrf_components_local.pipeline import LocalPipeline
+    from chrf_components_local.pipeline import LocalStack, load_definition
 
     items = [{"hypothesis": f"the cat sat {k}", "reference": "the cat sat down"} for k in range(600)]
     items[400] = {"hypothesis": 5, "reference": "a"}
-    with LocalPipeline(ROOT / "template.yaml", workers=2) as local:
-        own, elsewhere = local.machine.services.lambda_invoke, states.invoke_api(
-            lambda_client(sam_lambda if through == "sam" else serve))
+    with LocalStack(ROOT / "template.yaml", workers=2) as local:
+        session = local.session()
+        s3 = session.client("s3", endpoint_url=local.url)
+        own = states.invoke_api(session.client("lambda", endpoint_url=local.url))
+        elsewhere = states.invoke_api(lambda_client(sam_lambda if through == "sam" else serve))
         batches = []
 
         def routed(function, payload):
@@ -260,13 +262,15 @@ def test_the_corpus_pipeline_with_invalid_input_fails_naming_the_line_through_sa
                 return elsewhere("ScoreBatchFunction", payload)
             return own(function, payload)
 
-        local.machine = states.StateMachine(local.definition, local.name,
-                                            local.machine.services._replace(lambda_invoke=routed))
+        definition, name = load_definition(ROOT / "template.yaml")
+        machine = states.StateMachine(definition, name, states.Services(
+            routed, s3, local.server.gateway.stepfunctions.map_runs, 2))
+        bucket = local.outputs["CorpusBucketName"]
         body = "\n".join(json.dumps(item) for item in items).encode()
-        local.s3.put_object(Bucket=local.bucket, Key="inputs/x.jsonl", Body=body)
-        execution = local.execute({"input": {"bucket": local.bucket, "key": "inputs/x.jsonl"},
-                                   "settings": {"word_order": 2},
-                                   "output": {"bucket": local.bucket, "key": "reports/x.json"}}, "sam")
+        s3.put_object(Bucket=bucket, Key="inputs/x.jsonl", Body=body)
+        execution = machine.execute({"input": {"bucket": bucket, "key": "inputs/x.jsonl"},
+                                     "settings": {"word_order": 2},
+                                     "output": {"bucket": bucket, "key": "reports/x.json"}}, "sam")
     assert len(batches) == 3
     assert (execution.status, execution.error) == ("FAILED", "InvalidInputError")
     assert json.loads(json.loads(execution.cause)["errorMessage"]) == {

@@ -1,0 +1,343 @@
+"""Step Functions' API as `serve` answers it, for the state machines the template declares.
+
+The protocol is AWS's JSON 1.0 (``X-Amz-Target: AWSStepFunctions.<Action>``), so boto3's ``stepfunctions`` client,
+the AWS CLI and any SDK talk to it as to AWS. The actions, each as its page in the Step Functions API Reference
+(https://docs.aws.amazon.com/step-functions/latest/apireference/) describes it:
+
+* StartExecution: runs the execution in the background on the local runner (states.py). A name is 1-80 characters
+  without whitespace, brackets, wildcards, the special characters ``"#%\\^|~`$&,;:/`` or control characters
+  (InvalidName); the input is JSON of at most 256 KiB (InvalidExecutionInput); a name already used is
+  ExecutionAlreadyExists, unless it is the same input while that execution runs (the same ARN, as AWS's
+  idempotency for Standard workflows). At most RUNNING_LIMIT executions run at once (ExecutionLimitExceeded past
+  it); the newest KEPT_EXECUTIONS are remembered.
+* DescribeExecution, StopExecution (ABORTED, with the error and cause given), ListExecutions (by state machine,
+  or by Map Run; statusFilter, maxResults, nextToken), ListStateMachines, DescribeStateMachine, DescribeMapRun,
+  ListMapRuns.
+
+Every other action is refused by name (UnknownOperationException), as are EXPRESS state machines (the runner keeps
+Standard workflows' records). GetExecutionHistory is not offered: the runner keeps no event history.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import json
+import pathlib
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
+
+from . import states
+from .template import ACCOUNT
+
+RUNNING_LIMIT = 4  # executions running at once
+KEPT_EXECUTIONS = 1000  # executions remembered (the oldest closed ones are forgotten first)
+NAME_LIMIT = 80
+FORBIDDEN_IN_NAMES = re.compile(r"[\s<>{}\[\]?*\"#%\\^|~`$&,;:/\x00-\x1f\x7f-\x9f]")
+ERROR_LIMIT, CAUSE_LIMIT = 256, 32768  # StopExecution's error and cause
+PAGE_DEFAULT, PAGE_LIMIT = 100, 1000  # maxResults of the List actions
+ACTIONS = ("StartExecution", "DescribeExecution", "StopExecution", "ListExecutions", "ListStateMachines",
+           "DescribeStateMachine", "DescribeMapRun", "ListMapRuns")
+
+
+class ApiError(Exception):
+    """An answer in AWS's error shape: HTTP 400 with ``__type`` and ``message``."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class Machine:
+    """A state machine of the template, as the runner runs it, or why the runner cannot."""
+
+    def __init__(self, logical_id: str, name: str, arn: str, kind: str, definition: dict[str, Any] | None,
+                 problem: str | None) -> None:
+        self.logical_id, self.name, self.arn, self.kind = logical_id, name, arn, kind
+        self.definition, self.problem = definition, problem
+        self.created = datetime.datetime.now(datetime.UTC)
+
+
+class Record:
+    """One execution as DescribeExecution tells it."""
+
+    def __init__(self, machine: Machine, name: str, arn: str, input_text: str) -> None:
+        self.machine, self.name, self.arn, self.input = machine, name, arn, input_text
+        self.start = datetime.datetime.now(datetime.UTC)
+        self.stop: datetime.datetime | None = None
+        self.status = "RUNNING"
+        self.output: str | None = None
+        self.error: str | None = None
+        self.cause: str | None = None
+        self.control = states.Control()
+        self.thread: threading.Thread | None = None
+
+    def summary(self) -> dict[str, Any]:
+        summary = {"executionArn": self.arn, "stateMachineArn": self.machine.arn, "name": self.name,
+                   "status": self.status, "startDate": self.start.timestamp()}
+        if self.stop is not None:
+            summary["stopDate"] = self.stop.timestamp()
+        return summary
+
+    def described(self) -> dict[str, Any]:
+        described = {**self.summary(), "input": self.input, "inputDetails": {"included": True}, "redriveCount": 0,
+                     "redriveStatus": "NOT_REDRIVABLE" if self.status in ("RUNNING", "SUCCEEDED") else "REDRIVABLE"}
+        if self.output is not None:
+            described.update(output=self.output, outputDetails={"included": True})
+        for key in ("error", "cause"):
+            if getattr(self, key) is not None:
+                described[key] = getattr(self, key)
+        return described
+
+
+def _string(request: dict[str, Any], key: str, required: bool = True, limit: int = 256) -> str | None:
+    value = request.get(key)
+    if value is None and not required:
+        return None
+    if not isinstance(value, str) or (required and not value) or len(value) > limit:
+        raise ApiError("ValidationException", f"1 validation error detected: Value at '{key}' failed to satisfy "
+                                              f"constraint: Member must be a string of length 1 to {limit}")
+    return value
+
+
+def _page(request: dict[str, Any], items: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str | None]:
+    """One page of a List action's items (maxResults, nextToken), and the token of the next page."""
+    size = request.get("maxResults", 0)
+    if type(size) is not int or not 0 <= size <= PAGE_LIMIT:
+        raise ApiError("ValidationException", f"1 validation error detected: Value at 'maxResults' failed to satisfy "
+                                              f"constraint: Member must be between 0 and {PAGE_LIMIT}")
+    size = size or PAGE_DEFAULT
+    start = 0
+    if request.get("nextToken") is not None:
+        try:
+            start = int(base64.urlsafe_b64decode(str(request["nextToken"]).encode()).decode())
+        except ValueError:
+            raise ApiError("InvalidToken", "Invalid token") from None
+        if not 0 < start <= len(items):
+            raise ApiError("InvalidToken", "Invalid token")
+    end = start + size
+    token = base64.urlsafe_b64encode(str(end).encode()).decode() if end < len(items) else None
+    return items[start:end], token
+
+
+class StepFunctionsApi:
+    """The actions above over the template's state machines; executions run on ``services`` (made on first use,
+    once the server's address is known) in ``region``."""
+
+    def __init__(self, template_path: pathlib.Path, region: str, services: Callable[[], states.Services]) -> None:
+        from .pipeline import PipelineError, load_definition, state_machine_ids
+
+        self.region, self.make_services = region, services
+        self.map_runs = states.MapRuns()
+        self.machines: dict[str, Machine] = {}
+        for logical_id, kind in state_machine_ids(template_path).items():
+            try:
+                definition, name = load_definition(template_path, logical_id, region)
+                problem = None
+            except PipelineError as error:
+                definition, name, problem = None, logical_id, str(error)
+            arn = f"arn:aws:states:{region}:{ACCOUNT}:stateMachine:{name}"
+            self.machines[arn] = Machine(logical_id, name, arn, kind, definition, problem)
+        self.lock = threading.Lock()
+        self.executions: OrderedDict[str, Record] = OrderedDict()
+        self.runners: dict[str, states.StateMachine] = {}
+        self.closed = False
+
+    # ---- the protocol ----
+
+    def answer(self, target: str, body: bytes) -> tuple[int, dict[str, Any]]:
+        """The status and JSON answer for one request (its X-Amz-Target and body)."""
+        action = target.removeprefix("AWSStepFunctions.")
+        try:
+            if action not in ACTIONS:
+                raise ApiError("UnknownOperationException",
+                               f"the local Step Functions endpoint does not implement {action[:64] or 'that action'} "
+                               f"(it answers {', '.join(ACTIONS)})")
+            try:
+                request = json.loads(body or b"{}")
+            except ValueError:
+                request = None
+            if not isinstance(request, dict):
+                raise ApiError("SerializationException", "the request body is not a JSON object")
+            answer: dict[str, Any] = getattr(self, action[0].lower() + re.sub(r"[A-Z]", lambda m: "_" + m[0].lower(),
+                                                                             action[1:]))(request)
+        except ApiError as error:
+            return 400, {"__type": error.code, "message": str(error)}
+        return 200, answer
+
+    def machine(self, request: dict[str, Any]) -> Machine:
+        arn = _string(request, "stateMachineArn")
+        assert arn is not None
+        if not arn.startswith("arn:aws:states:"):
+            raise ApiError("InvalidArn", f"Invalid Arn: '{arn[:256]}'")
+        found = self.machines.get(arn)
+        if found is None:
+            raise ApiError("StateMachineDoesNotExist", f"State Machine Does Not Exist: '{arn}'")
+        return found
+
+    def record(self, request: dict[str, Any]) -> Record:
+        arn = _string(request, "executionArn")
+        assert arn is not None
+        if not arn.startswith("arn:aws:states:"):
+            raise ApiError("InvalidArn", f"Invalid Arn: '{arn[:256]}'")
+        with self.lock:
+            found = self.executions.get(arn)
+        if found is None:
+            raise ApiError("ExecutionDoesNotExist", f"Execution Does Not Exist: '{arn}'")
+        return found
+
+    # ---- the actions ----
+
+    def start_execution(self, request: dict[str, Any]) -> dict[str, Any]:
+        machine = self.machine(request)
+        name = request.get("name") or None
+        if name is not None and (not isinstance(name, str) or len(name) > NAME_LIMIT
+                                 or FORBIDDEN_IN_NAMES.search(name)):
+            raise ApiError("InvalidName", f"Invalid Name: '{str(name)[:NAME_LIMIT + 1]}'")
+        input_text = request.get("input", "{}")
+        if not isinstance(input_text, str) or len(input_text.encode("utf-8", "surrogatepass")) > states.DATA_LIMIT:
+            raise ApiError("InvalidExecutionInput", f"the input must be a string of at most {states.DATA_LIMIT} bytes")
+        try:
+            execution_input = json.loads(input_text)
+        except ValueError as error:
+            raise ApiError("InvalidExecutionInput", f"Invalid State Machine Execution Input: '{error}'") from None
+        if machine.kind != "STANDARD":
+            raise ApiError("StateMachineTypeNotSupported", f"the local endpoint runs STANDARD state machines only; "
+                                                          f"{machine.name} is {machine.kind}")
+        if machine.definition is None:
+            raise ApiError("StateMachineDoesNotExist", f"{machine.name} is not served locally: {machine.problem}")
+        import uuid
+
+        name = name or str(uuid.uuid4())
+        with self.lock:
+            if self.closed:
+                raise ApiError("ServiceUnavailable", "the local endpoint is stopping")
+            runner = self.runners.get(machine.arn)
+            if runner is None:
+                runner = self.runners[machine.arn] = states.StateMachine(machine.definition, machine.name,
+                                                                         self.make_services(), self.region,
+                                                                         ACCOUNT)
+            arn = runner.execution_arn(name)
+            existing = self.executions.get(arn)
+            if existing is not None:
+                if existing.status == "RUNNING" and existing.input == input_text:
+                    return {"executionArn": arn, "startDate": existing.start.timestamp()}
+                raise ApiError("ExecutionAlreadyExists", f"Execution Already Exists: '{arn}'")
+            if sum(record.status == "RUNNING" for record in self.executions.values()) >= RUNNING_LIMIT:
+                raise ApiError("ExecutionLimitExceeded", f"the local endpoint runs at most {RUNNING_LIMIT} executions "
+                                                         f"at once")
+            record = Record(machine, name, arn, input_text)
+            self.executions[arn] = record
+            self._forget_old()
+            record.thread = threading.Thread(target=self._run, args=(runner, record, execution_input), daemon=True,
+                                             name=f"execution-{name[:32]}")
+            record.thread.start()
+        return {"executionArn": arn, "startDate": record.start.timestamp()}
+
+    def _run(self, runner: states.StateMachine, record: Record, execution_input: Any) -> None:
+        try:
+            ended = runner.execute(execution_input, record.name, record.control, record.start)
+        except Exception as error:  # a fault of the runner itself: the execution fails, the server stays up
+            ended = states.Execution(record.arn, "FAILED", error="States.Runtime", cause=f"{type(error).__name__}")
+        with self.lock:
+            if record.status == "RUNNING":
+                record.status, record.output = ended.status, ended.output
+                if ended.status != "ABORTED":
+                    record.error, record.cause = ended.error, ended.cause
+                record.stop = datetime.datetime.now(datetime.UTC)
+
+    def _forget_old(self) -> None:
+        """Keep at most KEPT_EXECUTIONS records: the oldest closed ones go first (called with the lock held)."""
+        while len(self.executions) > KEPT_EXECUTIONS:
+            oldest = next((arn for arn, record in self.executions.items() if record.status != "RUNNING"), None)
+            if oldest is None:
+                return
+            del self.executions[oldest]
+            self.map_runs.forget(oldest)
+
+    def describe_execution(self, request: dict[str, Any]) -> dict[str, Any]:
+        record = self.record(request)
+        with self.lock:
+            return record.described()
+
+    def stop_execution(self, request: dict[str, Any]) -> dict[str, Any]:
+        record = self.record(request)
+        error = _string(request, "error", required=False, limit=ERROR_LIMIT)
+        cause = _string(request, "cause", required=False, limit=CAUSE_LIMIT)
+        with self.lock:
+            if record.status == "RUNNING":
+                record.status, record.error, record.cause = "ABORTED", error, cause
+                record.stop = datetime.datetime.now(datetime.UTC)
+                record.control.stop.set()
+            stopped = record.stop or datetime.datetime.now(datetime.UTC)
+        return {"stopDate": stopped.timestamp()}
+
+    def list_executions(self, request: dict[str, Any]) -> dict[str, Any]:
+        status = request.get("statusFilter")
+        if status is not None and status not in ("RUNNING", "SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED",
+                                                 "PENDING_REDRIVE"):
+            raise ApiError("ValidationException", f"1 validation error detected: Value '{str(status)[:32]}' at "
+                                                  f"'statusFilter' failed to satisfy constraint: Member must satisfy "
+                                                  f"enum value set")
+        if ("stateMachineArn" in request) == ("mapRunArn" in request):
+            raise ApiError("ValidationException", "give exactly one of stateMachineArn and mapRunArn")
+        if "mapRunArn" in request:
+            run = _string(request, "mapRunArn")
+            if self.map_runs.describe(str(run)) is None:
+                raise ApiError("ResourceNotFound", "Map Run does not exist")
+            raise ApiError("UnknownOperationException", "the local endpoint does not list a Map Run's child "
+                                                        "executions (DescribeMapRun counts them)")
+        machine = self.machine(request)
+        with self.lock:
+            chosen = [record.summary() for record in reversed(self.executions.values())
+                      if record.machine is machine and (status is None or record.status == status)]
+        page, token = _page(request, chosen)
+        return {"executions": page, **({"nextToken": token} if token else {})}
+
+    def list_state_machines(self, request: dict[str, Any]) -> dict[str, Any]:
+        listed = [{"stateMachineArn": machine.arn, "name": machine.name, "type": machine.kind,
+                   "creationDate": machine.created.timestamp()} for machine in self.machines.values()]
+        page, token = _page(request, listed)
+        return {"stateMachines": page, **({"nextToken": token} if token else {})}
+
+    def describe_state_machine(self, request: dict[str, Any]) -> dict[str, Any]:
+        machine = self.machine(request)
+        return {"stateMachineArn": machine.arn, "name": machine.name, "status": "ACTIVE",
+                "definition": json.dumps(machine.definition) if machine.definition is not None else "{}",
+                "roleArn": f"arn:aws:iam::{ACCOUNT}:role/local", "type": machine.kind,
+                "creationDate": machine.created.timestamp(),
+                "loggingConfiguration": {"level": "OFF", "includeExecutionData": False},
+                "tracingConfiguration": {"enabled": False}}
+
+    def describe_map_run(self, request: dict[str, Any]) -> dict[str, Any]:
+        described = self.map_runs.describe(str(_string(request, "mapRunArn", limit=2000)))
+        if described is None:
+            raise ApiError("ResourceNotFound", "Map Run does not exist")
+        return described
+
+    def list_map_runs(self, request: dict[str, Any]) -> dict[str, Any]:
+        record = self.record(request)
+        runs = [{"executionArn": record.arn, "mapRunArn": run.arn,
+                 "stateMachineArn": run.arn.replace(":mapRun:", ":stateMachine:", 1).rsplit(":", 1)[0],
+                 "startDate": run.start.timestamp(), **({"stopDate": run.stop.timestamp()} if run.stop else {})}
+                for run in self.map_runs.of_execution(record.arn)]
+        page, token = _page(request, runs)
+        return {"mapRuns": page, **({"nextToken": token} if token else {})}
+
+    def close(self, wait: float = 5.0) -> None:
+        """Stop every running execution (ABORTED) and wait a little for their threads."""
+        import time
+
+        with self.lock:
+            self.closed = True
+            running = [record for record in self.executions.values() if record.status == "RUNNING"]
+            for record in running:
+                record.control.stop.set()
+        deadline = time.monotonic() + wait
+        for record in running:
+            if record.thread is not None:
+                record.thread.join(max(0.0, deadline - time.monotonic()))
+
