@@ -204,11 +204,23 @@ def _progress(stepfunctions: Any, execution: str, started: float) -> str:
     return f"\rrunning for {time.monotonic() - started:.0f} s{detail}"
 
 
+def batch_bytes(item: bytes, line: int, settings_json: bytes) -> int:
+    """What the pipeline's ItemBatcher counts for a batch holding this one item (a JSON Lines line, as uploaded):
+    the definition's ItemSelector ``{"line": <0-based index>, "item": ...}`` and BatchInput ``{"settings": ...}``
+    as compact UTF-8 JSON, escapes included (statemachine/corpus_pipeline.asl.json; the local runner measures the
+    same, tested)."""
+    return len(b'{"BatchInput":{"settings":' + settings_json + b'},"Items":[{"line":' + str(line - 1).encode()
+               + b',"item":' + item + b"}]}")
+
+
 def write_jsonl(files: list[LineFile], target: Any, settings: chrf_core.CHRF) -> Facts:
     """The files as the pipeline's JSON Lines; what `score`'s report says of their segments (their number, empty and
     identical lines: corpus.Facts). A segment too large for any pipeline batch is refused here, before anything is
-    uploaded, with the error the pipeline gives (InvalidInputError naming its line)."""
+    uploaded, naming its line (1-based, as in the files): by the contract's rule for its texts, with the error the
+    pipeline gives, or, where escaping makes the item itself larger than a batch (MaxInputBytesPerBatch, the
+    contract's MAX_TEXT_BYTES), by that measure."""
     facts = Facts()
+    settings_json = json.dumps(settings.as_dict(), separators=(",", ":"), ensure_ascii=False).encode("utf-8")
     for hypotheses, references in aligned_chunks(files):
         first = facts.segments
         observe(facts, hypotheses, references, settings.word_order > 0)
@@ -218,8 +230,16 @@ def write_jsonl(files: list[LineFile], target: Any, settings: chrf_core.CHRF) ->
                     chrf_core.service.check_texts([hypothesis], [reference])
                 except chrf_core.InvalidInputError as error:
                     raise error.at_line(line) from None
-            item = json.dumps(dict(zip(ITEM_KEYS, (hypothesis, reference))), ensure_ascii=False)
-            target.write(item.encode("utf-8") + b"\n")
+            item = json.dumps(dict(zip(ITEM_KEYS, (hypothesis, reference))), ensure_ascii=False,
+                              separators=(",", ":")).encode("utf-8")
+            if len(item) > chrf_core.MAX_TEXT_BYTES // 2:  # only a long line can fill a batch alone
+                size = batch_bytes(item, line, settings_json)
+                if size > chrf_core.MAX_TEXT_BYTES:
+                    raise chrf_core.InvalidInputError(
+                        None, f"a pipeline batch holding this segment alone takes {size} bytes (its texts as JSON, "
+                              f"escapes included, with its line and the settings), more than the "
+                              f"{chrf_core.MAX_TEXT_BYTES} a batch may hold (score takes it)", line=line)
+            target.write(item + b"\n")
     return facts
 
 

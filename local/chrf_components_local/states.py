@@ -42,6 +42,8 @@ from typing import IO, Any, NamedTuple
 LAMBDA_INVOKE = "arn:aws:states:::lambda:invoke"
 S3_GET_OBJECT = "arn:aws:states:::s3:getObject"
 S3_PUT_OBJECT = "arn:aws:states:::s3:putObject"
+RETRY_LIMIT = 99999999  # IntervalSeconds and MaxAttempts at most (concepts-error-handling.html)
+MAX_DELAY_LIMIT = 31622400  # MaxDelaySeconds at most: a year, a Standard execution's longest duration
 DATA_LIMIT = 256 * 1024  # bytes of a state's or task's input or output, and of a child execution's input
 RESULT_FILE_LIMIT = 5 * 1024**3  # ResultWriter starts another result file past 5 GB
 READ_CHUNK = 1 << 20
@@ -217,21 +219,28 @@ def check_fields(value: Any, allowed: set[str], where: str, prefix: str) -> dict
     return value
 
 
-def check_positive(state: dict[str, Any], key: str, where: str, minimum: float = 0, integer: bool = True) -> None:
+def check_positive(state: dict[str, Any], key: str, where: str, minimum: float = 0, integer: bool = True,
+                   maximum: float = math.inf) -> None:
+    """A number field within AWS's documented range (``minimum`` to ``maximum``, inclusive)."""
     if key in state:
         value = state[key]
         kind_ok = type(value) is int if integer else isinstance(value, (int, float)) and type(value) is not bool
-        if not kind_ok or value < minimum or (not integer and not math.isfinite(value)):
-            raise refuse(where, f"{key} {value!r} (AWS requires {'an integer' if integer else 'a number'} "
-                                f">= {minimum:g})")
+        if not kind_ok or not minimum <= value <= maximum or (not integer and not math.isfinite(value)):
+            low, high = (f"{bound:.15g}" for bound in (minimum, maximum))
+            bound = f">= {low}" if maximum == math.inf else f"from {low} to {high}"
+            raise refuse(where, f"{key} {value!r} (AWS requires {'an integer' if integer else 'a number'} {bound})")
 
 
-def check_error_names(entry: dict[str, Any], where: str, field: str) -> None:
+def check_error_names(entry: dict[str, Any], where: str, field: str, last: bool) -> None:
+    """ErrorEquals: names; States.ALL alone, and only in the last retrier or catcher (AWS: "must appear alone in
+    the array and must appear in the last retrier/catcher", concepts-error-handling.html)."""
     names = entry.get("ErrorEquals")
     if not isinstance(names, list) or not names or not all(isinstance(name, str) for name in names):
         raise refuse(where, f"{field}.ErrorEquals that is not a non-empty list of error names")
     if "States.ALL" in names and names != ["States.ALL"]:
         raise refuse(where, f"{field}.ErrorEquals with States.ALL beside other names (AWS requires it alone)")
+    if "States.ALL" in names and not last:
+        raise refuse(where, f"{field}.ErrorEquals States.ALL before the last one (AWS requires it last)")
 
 
 def check_machine(machine: Any, where: str = "the definition", child: bool = False) -> None:
@@ -265,18 +274,19 @@ def check_state(name: str, state: Any, states: dict[str, Any]) -> None:
                 raise refuse(where, "both Next and End")
         elif state.get("Next") not in states:
             raise refuse(where, f"Next {state.get('Next')!r}, which names no state")
-    for number, retrier in enumerate(state.get("Retry", [])):
+    retriers, catchers = state.get("Retry", []), state.get("Catch", [])
+    for number, retrier in enumerate(retriers):
         check_fields(retrier, RETRY_FIELDS, where, f"Retry[{number}]")
-        check_error_names(retrier, where, f"Retry[{number}]")
-        check_positive(retrier, "IntervalSeconds", where, 1)
-        check_positive(retrier, "MaxAttempts", where, 0)
-        check_positive(retrier, "MaxDelaySeconds", where, 1)
+        check_error_names(retrier, where, f"Retry[{number}]", number == len(retriers) - 1)
+        check_positive(retrier, "IntervalSeconds", where, 1, maximum=RETRY_LIMIT)
+        check_positive(retrier, "MaxAttempts", where, 0, maximum=RETRY_LIMIT)
+        check_positive(retrier, "MaxDelaySeconds", where, 1, maximum=MAX_DELAY_LIMIT)
         check_positive(retrier, "BackoffRate", where, 1.0, integer=False)
         if retrier.get("JitterStrategy", "NONE") not in ("FULL", "NONE"):
             raise refuse(where, f"Retry[{number}].JitterStrategy {retrier['JitterStrategy']!r}")
-    for number, catcher in enumerate(state.get("Catch", [])):
+    for number, catcher in enumerate(catchers):
         check_fields(catcher, CATCH_FIELDS, where, f"Catch[{number}]")
-        check_error_names(catcher, where, f"Catch[{number}]")
+        check_error_names(catcher, where, f"Catch[{number}]", number == len(catchers) - 1)
         if catcher.get("Next") not in states:
             raise refuse(where, f"Catch[{number}].Next {catcher.get('Next')!r}, which names no state")
         if catcher.get("ResultPath") is not None:
@@ -441,14 +451,16 @@ def put(data: Any, path: str | None, value: Any) -> Any:
         return value
     root = dict(data) if isinstance(data, dict) else None
     if root is None:
-        raise StatesError("States.Runtime", f"Unable to apply ResultPath {path}: the state's input is not an object")
+        raise StatesError("States.ResultPathMatchFailure",
+                          f"Unable to apply ResultPath {path}: the state's input is not an object")
     target = root
     for step in steps[:-1]:
         inner = target.get(step)
         if inner is None:
             inner = {}
         elif not isinstance(inner, dict):
-            raise StatesError("States.Runtime", f"Unable to apply ResultPath {path}: {step} is not an object")
+            raise StatesError("States.ResultPathMatchFailure",
+                              f"Unable to apply ResultPath {path}: {step} is not an object")
         target[step] = inner = dict(inner)
         target = inner
     target[steps[-1]] = value
@@ -489,9 +501,11 @@ def matches(names: list[str], error: str, task: bool) -> bool:
 def retry_delay(retrier: dict[str, Any], retries: int, draw: Callable[[], float]) -> float:
     """Seconds before retry number ``retries`` (0 for the first): IntervalSeconds times BackoffRate to the power of
     the retries already made, at most MaxDelaySeconds; with JitterStrategy FULL, a random share of it."""
-    delay = retrier.get("IntervalSeconds", 1) * retrier.get("BackoffRate", 2.0) ** retries
-    if "MaxDelaySeconds" in retrier:
-        delay = min(delay, retrier["MaxDelaySeconds"])
+    try:
+        delay = retrier.get("IntervalSeconds", 1) * retrier.get("BackoffRate", 2.0) ** retries
+    except OverflowError:  # a BackoffRate of 1e308: past any bound below
+        delay = math.inf
+    delay = min(delay, retrier.get("MaxDelaySeconds", MAX_DELAY_LIMIT))  # no wait outlasts a Standard execution
     return delay * draw() if retrier.get("JitterStrategy") == "FULL" else float(delay)
 
 
@@ -785,7 +799,7 @@ class StateMachine:
             spool.write(data)
             pending, pending_size = [], 0
 
-        for index, item in enumerate(self.read_items(location, max_items)):
+        for index, (line, item) in enumerate(self.read_items(location, max_items)):
             context.item = {"Index": index, "Value": item}
             try:
                 selected = evaluate(state["ItemSelector"], effective, context, "ItemSelector") \
@@ -796,14 +810,15 @@ class StateMachine:
             size = len(text)
             if batcher is None:
                 if size > DATA_LIMIT:
-                    raise StatesError("States.DataLimitExceeded", f"item {index}: {size} bytes, over the "
+                    raise StatesError("States.DataLimitExceeded", f"line {line}: {size} bytes, over the "
                                                                   f"{DATA_LIMIT}-byte input of a child execution")
                 batches.append(Batch(spool.tell(), size, index, 1))
                 spool.write(text)
                 continue
             if base + size > max_bytes:
                 raise StatesError("States.ItemReaderFailed",
-                                  f"item {index}: {size} bytes alone, more than a batch of at most {max_bytes} bytes")
+                                  f"line {line}: a batch of this item alone takes {base + size} bytes, more than "
+                                  f"MaxInputBytesPerBatch ({max_bytes})")
             separator = 1 if pending else 0
             if pending and (len(pending) >= max_items_per_batch or base + pending_size + separator + size > max_bytes):
                 flush()
@@ -815,8 +830,9 @@ class StateMachine:
         flush()
         return batches
 
-    def read_items(self, location: dict[str, Any], max_items: int | None) -> Iterator[Any]:
-        """The JSONL object's items, one per line, read a chunk at a time: a line that is not one JSON value fails
+    def read_items(self, location: dict[str, Any], max_items: int | None) -> Iterator[tuple[int, Any]]:
+        """The JSONL object's items with their 1-based line numbers (blank lines hold none), one per line, read a
+        chunk at a time: a line that is not one JSON value fails
         the Map run (States.ItemReaderFailed), as does a line too long to be any child's input."""
         from botocore.exceptions import BotoCoreError, ClientError
 
@@ -845,7 +861,7 @@ class StateMachine:
                     except (UnicodeDecodeError, ValueError, RecursionError):
                         raise StatesError("States.ItemReaderFailed", f"line {number}: not one JSON value in "
                                                                      f"UTF-8") from None
-                    yield item
+                    yield number, item
                     count += 1
                     if max_items is not None and count >= max_items:
                         return

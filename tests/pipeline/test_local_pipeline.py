@@ -202,3 +202,53 @@ def test_nothing_is_left_running_after_a_local_run(tmp_path, test_set):
         time.sleep(0.05)
     left = {pid: Path(f"/proc/{pid}/cmdline").read_bytes()[:200] for pid in descendants if alive(pid)}
     assert not left
+
+
+def test_the_pre_check_measures_a_batch_as_the_runner_does_and_names_the_files_line(tmp_path):
+    """Issue 55 item 3: on 72c9660 a line of 33,000 double quotes passed the pre-check (UTF-8 bytes) and the
+    execution failed after the upload with ``item 0: 66051 bytes alone`` (escaping doubles it; items numbered from 0).
+    Now the command measures what the ItemBatcher measures (remote.batch_bytes): a segment whose batch is exactly
+    MaxInputBytesPerBatch is scored, one byte more is refused before anything is uploaded, naming line 2; the same
+    line sent to the runner directly fails it naming line 2 too: both sides measure alike."""
+    import boto3
+
+    from chrf_components_cli.remote import batch_bytes
+    from chrf_components_local.pipeline import LocalStack
+
+    settings = json.dumps(chrf_core.CHRF().as_dict(), separators=(",", ":")).encode()
+
+    def line_of(quotes, pad):
+        item = json.dumps({"hypothesis": '"' * quotes + "a" * pad, "reference": "x"}, separators=(",", ":"))
+        return item, batch_bytes(item.encode(), 2, settings)
+
+    base = line_of(32000, 0)[1]
+    fits, size = line_of(32000, chrf_core.MAX_TEXT_BYTES - base)
+    assert size == chrf_core.MAX_TEXT_BYTES
+    over, size = line_of(32000, chrf_core.MAX_TEXT_BYTES - base + 1)
+    assert size == chrf_core.MAX_TEXT_BYTES + 1
+    for name, item in (("fits", fits), ("over", over)):
+        value = json.loads(item)
+        (tmp_path / f"{name}.hyp").write_text(f"a\n{value['hypothesis']}\n", encoding="utf-8")
+        (tmp_path / f"{name}.ref").write_text("a\nx\n", encoding="utf-8")
+    done = cli(tmp_path, "pipeline", "run", tmp_path / "fits.hyp", tmp_path / "fits.ref", "--local", "--json")
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    assert done.stdout == cli(tmp_path, "score", tmp_path / "fits.hyp", tmp_path / "fits.ref", "--json").stdout
+    done = cli(tmp_path, "pipeline", "run", tmp_path / "over.hyp", tmp_path / "over.ref", "--local", "--json")
+    assert (done.returncode, done.stdout) == (1, b"")
+    assert done.stderr.decode() == (
+        f"chrf-components pipeline run: InvalidInputError: line 2: a pipeline batch holding this segment alone takes "
+        f"{chrf_core.MAX_TEXT_BYTES + 1} bytes (its texts as JSON, escapes included, with its line and the "
+        f"settings), more than the {chrf_core.MAX_TEXT_BYTES} a batch may hold (score takes it)\n")
+    with LocalStack(ROOT / "template.yaml", workers=2) as stack:
+        session = boto3.session.Session(region_name="us-east-1", aws_access_key_id="a", aws_secret_access_key="b")
+        s3 = session.client("s3", endpoint_url=stack.url)
+        stepfunctions = session.client("stepfunctions", endpoint_url=stack.url)
+        s3.put_object(Bucket="corpusbucket", Key="inputs/over.jsonl",
+                      Body=(json.dumps({"hypothesis": "a", "reference": "a"}) + "\n" + over + "\n").encode())
+        arn = stepfunctions.start_execution(stateMachineArn=stack.outputs["CorpusPipelineArn"], input=json.dumps(
+            {"input": {"bucket": "corpusbucket", "key": "inputs/over.jsonl"}, "settings": chrf_core.CHRF().as_dict(),
+             "output": {"bucket": "corpusbucket", "key": "reports/over.json"}}))["executionArn"]
+        while (described := stepfunctions.describe_execution(executionArn=arn))["status"] == "RUNNING":
+            time.sleep(0.1)
+    assert (described["status"], described["error"]) == ("FAILED", "States.ItemReaderFailed")
+    assert f"line 2: a batch of this item alone takes {chrf_core.MAX_TEXT_BYTES + 1} bytes" in described["cause"]

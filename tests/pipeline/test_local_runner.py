@@ -82,7 +82,7 @@ def test_an_item_larger_than_any_batch_fails_the_map_run_with_a_states_error(s3)
     execution = run(s3, map_definition(child, ItemBatcher={"MaxInputBytesPerBatch": 300}),
                     invoke=lambda function, payload: calls.append(payload) or LambdaAnswer(b"{}", None, "r"))
     assert (execution.status, execution.error) == ("FAILED", "States.ItemReaderFailed")
-    assert execution.cause.startswith("item 1: ") and calls == []
+    assert execution.cause.startswith("line 2: a batch of this item alone takes ") and calls == []  # 1-based lines
 
 
 # ---- ItemReader and ItemSelector -----------------------------------------------------------------------------------
@@ -218,6 +218,51 @@ def test_states_all_catches_task_errors_but_not_the_terminal_runtime_and_data_li
     huge = LambdaAnswer(json.dumps("x" * 300_000).encode(), None, "r")
     assert run(s3, too_big, {}, invoke=lambda f, p: huge).error == "States.DataLimitExceeded"
     assert output(run(s3, too_big, {}, invoke=flaky(1))) == "caught"
+
+
+def test_a_result_path_that_cannot_be_applied_is_result_path_match_failure_which_states_all_catches(s3):
+    """DOCS + concepts-error-handling.html: States.ResultPathMatchFailure, "a state's ResultPath field cannot be
+    applied to the input the state received", is an error a catcher of States.ALL catches (on 72c9660 the runner
+    raised the terminal States.Runtime, which none catches)."""
+    catch_all = [{"ErrorEquals": ["States.ALL"], "Next": "Caught"}]
+    definition = {"StartAt": "T", "States": {"T": task(Next="Caught", ResultPath="$.a.b"),
+                                             "Caught": {"Type": "Pass", "Result": "caught", "End": True}}}
+    execution = run(s3, definition, {"a": 5})
+    assert (execution.error, execution.status) == ("States.ResultPathMatchFailure", "FAILED")
+    definition["States"]["T"]["Catch"] = catch_all
+    assert output(run(s3, definition, {"a": 5})) == "caught"
+
+
+@pytest.mark.parametrize(("field", "value", "message"), [
+    ("Retry", [{"ErrorEquals": ["States.ALL"]}, {"ErrorEquals": ["Boom"]}],
+     "Retry[0].ErrorEquals States.ALL before the last one (AWS requires it last)"),
+    ("Catch", [{"ErrorEquals": ["States.ALL"], "Next": "End"}, {"ErrorEquals": ["Boom"], "Next": "End"}],
+     "Catch[0].ErrorEquals States.ALL before the last one (AWS requires it last)"),
+    ("Retry", [{"ErrorEquals": ["Boom"], "MaxAttempts": 100000000}],
+     "MaxAttempts 100000000 (AWS requires an integer from 0 to 99999999)"),
+    ("Retry", [{"ErrorEquals": ["Boom"], "IntervalSeconds": 10**400}],
+     None),
+    ("Retry", [{"ErrorEquals": ["Boom"], "MaxDelaySeconds": 31622401}],
+     "MaxDelaySeconds 31622401 (AWS requires an integer from 1 to 31622400)"),
+])
+def test_retriers_and_catchers_are_held_to_awss_documented_rules_when_the_definition_is_read(s3, field, value,
+                                                                                             message):
+    """DOCS + concepts-error-handling.html: States.ALL "must appear alone in the array and must appear in the last
+    retrier/catcher"; IntervalSeconds and MaxAttempts at most 99999999, MaxDelaySeconds below 31622401 (on 72c9660
+    each was accepted, and 1e20 or 10**400 seconds ended in an OverflowError traceback at run time)."""
+    definition = {"StartAt": "T", "States": {"T": task(End=True, **{field: value}),
+                                             "End": {"Type": "Succeed"}}}
+    with pytest.raises(states.NotImplementedByRunner) as refused:
+        local_runner.machine(s3, lambda *call: None, definition)
+    assert str(refused.value).startswith("state T: ")
+    if message:
+        assert str(refused.value).endswith(message)
+
+
+def test_a_huge_backoff_rate_waits_at_most_a_years_delay_instead_of_overflowing():
+    retrier = {"ErrorEquals": ["Boom"], "IntervalSeconds": 1, "BackoffRate": 1e308}
+    assert states.retry_delay(retrier, 5, lambda: 1.0) == states.MAX_DELAY_LIMIT
+    assert states.retry_delay({**retrier, "MaxDelaySeconds": 7}, 5, lambda: 1.0) == 7
 
 
 # ---- Pass, Choice, Fail --------------------------------------------------------------------------------------------
