@@ -16,6 +16,9 @@
    `pairwise_batch` and `aggregate_batch` against fastChrF's `pairwise_chrf` and `aggregate_chrf`.
 9. Beyond one machine: the corpus score of 1M real lines on Ray, Spark, Dask, torchmetrics and chrf_core.arrow
    (.venv-engines, tests/bench_engines.py) against `score` on the same files, and the size of one part's statistics.
+10. The corpus pipeline on this machine: `pipeline run --local` (serve's S3 and Step Functions, the state machine on
+   the local runner, the functions in their environments) against `score` on the same 1M lines, time and peak RSS
+   of the command's own process (the functions' environments are processes of their own), rounds interleaved.
 
 Times are the best of several interleaved rounds (the least disturbed by other load on a shared machine).
 `python tests/benchmark.py --quick` runs fewer rounds and smaller command-line corpora. `--baseline SO` loads a
@@ -436,10 +439,35 @@ def import_times() -> None:
         print(f"  import {module:<10} {min(runs):6.1f} ms  ({what})")
 
 
+def local_pipeline_table(segments: int, rounds: int, timeout: float) -> None:
+    print(f"\n10. The corpus pipeline on this machine: pipeline run --local against score, {segments:,} real lines "
+          f"(chrF), best of {rounds}\n")
+    header = f"{'command':<26}{'time':>10}{'peak RSS':>12}{'time / score':>15}"
+    print(header + "\n" + "-" * len(header))
+    with tempfile.TemporaryDirectory() as folder:
+        hyp, ref = corpus_files(pathlib.Path(folder), segments)
+        commands = {"score": [str(BIN / "chrf-components"), "score", str(hyp), str(ref)],
+                    "pipeline run --local": [str(BIN / "chrf-components"), "pipeline", "run", str(hyp), str(ref),
+                                             "--local", "--template", str(ROOT / "template.yaml")]}
+        best: dict[str, tuple[float, float]] = {}
+        for _ in range(rounds):
+            for name, argv in commands.items():
+                found = measure(argv, timeout)
+                if found and (name not in best or found[0] < best[name][0]):
+                    best[name] = found
+    for name in commands:
+        if name not in best:
+            print(f"{name:<26}{'timed out':>10}")
+            continue
+        seconds, memory = best[name]
+        ratio = f"{seconds / best['score'][0]:14.1f}x" if "score" in best else ""
+        print(f"{name:<26}{seconds:9.1f}s{memory:9.0f} MB{ratio:>15}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer rounds, smaller command-line corpora")
-    parser.add_argument("--tables", default="1,2,3,4,5,6,7,8,9", help="which tables, by number (default: all)")
+    parser.add_argument("--tables", default="1,2,3,4,5,6,7,8,9,10", help="which tables, by number (default: all)")
     parser.add_argument("--baseline", metavar="SO", help="another build of _kernel.abi3.so, timed beside this one")
     args = parser.parse_args()
     if args.baseline:
@@ -463,6 +491,7 @@ def main() -> None:
         lambda: pairwise_table(3 if args.quick else 6),
         lambda: mbr_table(3 if args.quick else 6),
         lambda: engines_table(100_000 if args.quick else 1_000_000, 2 if args.quick else 3, timeout=1800),
+        lambda: local_pipeline_table(100_000 if args.quick else 1_000_000, 1 if args.quick else 2, timeout=1800),
     ]
     for number, table in enumerate(tables_in_order, 1):
         if number in tables:

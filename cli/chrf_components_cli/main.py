@@ -20,6 +20,7 @@ deployed service or AWS could not be reached or failed; 130 interrupted.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import os
 import sys
@@ -221,7 +222,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except InputError as error:
         print(f"{prog}: error: {error}", file=sys.stderr)
         return EXIT_USAGE
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # Ctrl-C: one line, exit 130 as a shell gives for SIGINT
+        with contextlib.suppress(Exception):
+            print(f"{prog}: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
         _discard_standard_output()

@@ -213,6 +213,13 @@ def batch_bytes(item: bytes, line: int, settings_json: bytes) -> int:
                + b',"item":' + item + b"}]}")
 
 
+def _say(text: str) -> None:
+    """A progress line on a terminal (overwritten by the next), nothing elsewhere."""
+    if _show_progress():
+        sys.stderr.write(f"\r\x1b[K{text}")
+        sys.stderr.flush()
+
+
 def write_jsonl(files: list[LineFile], target: Any, settings: chrf_core.CHRF) -> Facts:
     """The files as the pipeline's JSON Lines; what `score`'s report says of their segments (their number, empty and
     identical lines: corpus.Facts). A segment too large for any pipeline batch is refused here, before anything is
@@ -221,9 +228,13 @@ def write_jsonl(files: list[LineFile], target: Any, settings: chrf_core.CHRF) ->
     contract's MAX_TEXT_BYTES), by that measure."""
     facts = Facts()
     settings_json = json.dumps(settings.as_dict(), separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    shown = time.monotonic()
     for hypotheses, references in aligned_chunks(files):
         first = facts.segments
         observe(facts, hypotheses, references, settings.word_order > 0)
+        if time.monotonic() - shown > 0.5:
+            _say(f"checked {plural(first, 'segment')}")
+            shown = time.monotonic()
         for line, (hypothesis, reference) in enumerate(zip(hypotheses, references), first + 1):
             if chrf_core.utf8_size(hypothesis) + chrf_core.utf8_size(reference) > chrf_core.MAX_TEXT_BYTES:
                 try:
@@ -371,6 +382,7 @@ def _execute(session: Any, region: str, endpoint: str | None, outputs: dict[str,
     run = _run_name()
     input_key = f"{parameters.get('InputPrefix') or 'inputs/'}{run}.jsonl"
     report_key = f"{parameters.get('ReportPrefix') or 'reports/'}{run}.json"
+    _say(f"uploading {plural(facts.segments, 'segment')}")
     try:
         s3.upload_fileobj(jsonl, bucket, input_key)
         execution = stepfunctions.start_execution(
@@ -378,6 +390,7 @@ def _execute(session: Any, region: str, endpoint: str | None, outputs: dict[str,
             input=json.dumps(_execution_input(bucket, input_key, report_key, settings)))["executionArn"]
     except Exception as error:
         raise _aws_problem(error) from None
+    _say("")
     if not local:
         print(f"uploaded {plural(facts.segments, 'segment')} to s3://{bucket}/{input_key}; execution {run}",
               file=sys.stderr)

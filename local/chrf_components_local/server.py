@@ -221,12 +221,13 @@ def read_body(environ: dict[str, Any]) -> bytes:
 
 
 def stop_waitress(server: Any) -> None:
-    """Stop a waitress server running in another thread: close its listening socket and every connection, then its
-    task threads."""
+    """Stop a waitress server running in another thread: its task threads first (a task ending wakes the server's
+    loop through its trigger, which must still be open: closed first, that was an ``OSError: [Errno 9]`` traceback
+    in about one stop of eight), then its listening socket and every connection."""
+    server.task_dispatcher.shutdown()
     while server._map:
         for channel in list(server._map.values()):
             channel.close()
-    server.task_dispatcher.shutdown()
 
 
 def s3_sized_parser() -> type:
@@ -364,9 +365,12 @@ class LocalServer:
 
     def server_close(self) -> None:
         """Stop the executions and the function's workers (and close the log file, if there is one)."""
-        if self.gateway.stepfunctions is not None:
-            self.gateway.stepfunctions.close()
-        self.functions.close()
+        executions = self.gateway.stepfunctions
+        if executions is not None:
+            executions.close(wait=0)  # told to stop: they end once their tasks in flight end,
+        self.functions.close()  # which is now (their callers get an error)
+        if executions is not None:
+            executions.close()
         if self.log_stream is not None:
             self.log_stream.close()
 
@@ -439,7 +443,8 @@ def make_server(host: str = "127.0.0.1", port: int = 3000, template: pathlib.Pat
     functions: Functions | None = None
     log_stream = None
     try:
-        stepfunctions, s3 = local_services(path, template_data, url, region, credentials)
+        stepfunctions, s3 = local_services(path, template_data, url, region, credentials,
+                                           lambda: server.gateway.lambda_api.answer)
         buckets = list(local_buckets(template_data).values())
         functions = Functions(path, workers, {**aws, **(overrides or {})}, warm, log)
         log_stream = open(log, "a", encoding="utf-8") if log else None  # noqa: SIM115 (closed by server_close)
@@ -461,7 +466,7 @@ PLACEHOLDER_ENVIRONMENT = {"AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY"
 
 
 def local_services(path: pathlib.Path, template: dict[str, Any], url: str, region: str,
-                   credentials: Any) -> tuple[Any, Any]:
+                   credentials: Any, invoke: Callable[[], Any]) -> tuple[Any, Any]:
     """Step Functions' API for the template's state machines, and moto's S3 with the template's buckets."""
     from .stepfunctions import StepFunctionsApi
 
@@ -476,9 +481,8 @@ def local_services(path: pathlib.Path, template: dict[str, Any], url: str, regio
                 {"aws_access_key_id": "local", "aws_secret_access_key": "local"})
         session = boto3.session.Session(region_name=region, **keys)
         config = Config(retries={"max_attempts": 1}, connect_timeout=10, read_timeout=900)
-        return states.Services(states.invoke_api(session.client("lambda", endpoint_url=url, config=config)),
-                               session.client("s3", endpoint_url=url, config=config), stepfunctions.map_runs,
-                               max(2, os.cpu_count() or 2))
+        return states.Services(states.direct_invoke(invoke()), session.client("s3", endpoint_url=url, config=config),
+                               stepfunctions.map_runs, max(2, os.cpu_count() or 2))
 
     stepfunctions = StepFunctionsApi(path, region, services)
     s3 = moto_s3(list(local_buckets(template).values()), region)
@@ -494,6 +498,7 @@ def moto_s3(buckets: list[str], region: str) -> Any:
     from moto.s3.models import s3_backends
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    logging.getLogger("waitress.queue").setLevel(logging.ERROR)  # "Task queue depth is 2": a queue is what it is for
     backend = s3_backends[sam_template.ACCOUNT]["global"]
     for bucket in buckets:
         if bucket not in backend.buckets:

@@ -28,6 +28,7 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import datetime
+import functools
 import json
 import math
 import os
@@ -177,8 +178,26 @@ def refuse(where: str, what: str) -> NotImplementedByRunner:
     return NotImplementedByRunner(f"{where}: the local runner does not implement {what}")
 
 
-def parse_path(text: Any, where: str, field: str) -> tuple[str, list[str | int]]:
-    """A JSONPath reference path: its root ('$' or '$$') and steps (names and indexes)."""
+def parse_path(text: Any, where: str, field: str) -> tuple[str, tuple[str | int, ...]]:
+    """A JSONPath reference path: its root ('$' or '$$') and steps (names and indexes); a path read once is not
+    read again (the runner resolves the same few paths for every item)."""
+    parsed = _parsed_path(text) if isinstance(text, str) else None
+    if parsed is not None:
+        return parsed
+    root, steps = _parse_path(text, where, field)
+    return root, tuple(steps)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parsed_path(text: str) -> tuple[str, tuple[str | int, ...]] | None:
+    try:
+        root, steps = _parse_path(text, "", "")
+    except NotImplementedByRunner:
+        return None
+    return root, tuple(steps)
+
+
+def _parse_path(text: Any, where: str, field: str) -> tuple[str, list[str | int]]:
     if not isinstance(text, str) or not text.startswith("$"):
         raise refuse(where, f"{field} {text!r} (a JSONPath must start with $)")
     root = "$$" if text.startswith("$$") else "$"
@@ -721,7 +740,10 @@ class StateMachine:
         function = parameters["FunctionName"]
         if "Qualifier" in parameters:
             function = f"{function}:{parameters['Qualifier']}"
-        payload = encoded(checked_size(parameters["Payload"], "task's input"))
+        payload = encoded(parameters["Payload"])  # measured as sent: encoded once
+        if len(payload) > DATA_LIMIT:
+            raise StatesError("States.DataLimitExceeded", f"The task's input has a size of {len(payload)} bytes, over "
+                                                          f"the limit of {DATA_LIMIT} bytes")
         answer = self.services.lambda_invoke(str(function), payload)
         text = answer.payload.decode("utf-8", "replace")
         if answer.function_error:
@@ -755,11 +777,9 @@ class StateMachine:
         self.services.map_runs.add(record)
         try:
             with tempfile.TemporaryFile() as spool:
-                batches = self.read_batches(state, effective, context, spool)
-                record.items["total"] = record.items["pending"] = sum(batch.items for batch in batches)
-                record.executions["total"] = record.executions["pending"] = len(batches)
                 child = ChildRuns(self, state, label, run_id, record, spool, (effective, context))
-                outputs = child.run_all(batches, max(1, parallel))
+                batches = self.read_batches(state, effective, context, child)
+                outputs = child.run_all(batches, max(1, parallel))  # children start as the batches are read
             record.status = "FAILED" if child.exceeded else "SUCCEEDED"
             if child.exceeded:
                 raise StatesError("States.ExceedToleratedFailureThreshold",
@@ -773,9 +793,19 @@ class StateMachine:
         finally:
             record.stop = now()
 
-    def read_batches(self, state: dict[str, Any], effective: Any, context: Context, spool: IO[bytes]) -> list[Batch]:
-        """Read the items (ItemReader), select each (ItemSelector) and batch them (ItemBatcher) into ``spool``:
-        the child executions' inputs, each checked against the 256 KiB limit."""
+    def read_batches(self, state: dict[str, Any], effective: Any, context: Context,
+                     child: ChildRuns) -> Iterator[Batch]:
+        """Read the items (ItemReader), select each (ItemSelector) and batch them (ItemBatcher) into the child
+        runs' spool: the child executions' inputs, each checked against the 256 KiB limit, yielded as each is
+        complete, so children run while the rest is still read (the Map Run's totals grow as they start)."""
+
+        def spooled(data: bytes, first_item: int, items: int) -> Batch:
+            with child.spool_lock:  # children read the spool meanwhile
+                child.spool.seek(0, os.SEEK_END)
+                batch = Batch(child.spool.tell(), len(data), first_item, items)
+                child.spool.write(data)
+            return batch
+
         reader = state["ItemReader"]
         location = evaluate(reader["Parameters"], effective, context, "ItemReader.Parameters")
         max_items = reader["ReaderConfig"].get("MaxItems")
@@ -786,18 +816,15 @@ class StateMachine:
             base = json_size({**envelope, "Items": []})
             max_items_per_batch = batcher.get("MaxItemsPerBatch", math.inf)
             max_bytes = min(batcher.get("MaxInputBytesPerBatch", DATA_LIMIT), DATA_LIMIT)
-        batches: list[Batch] = []
         pending: list[bytes] = []
         pending_size, first = 0, 0
 
-        def flush() -> None:
+        def flush() -> Batch:
             nonlocal pending, pending_size
-            if not pending:
-                return
             data = (encoded(envelope)[:-1] + b"," if envelope else b"{") + b'"Items":[' + b",".join(pending) + b"]}"
-            batches.append(Batch(spool.tell(), len(data), first, len(pending)))
-            spool.write(data)
+            batch = spooled(data, first, len(pending))
             pending, pending_size = [], 0
+            return batch
 
         for index, (line, item) in enumerate(self.read_items(location, max_items)):
             context.item = {"Index": index, "Value": item}
@@ -812,8 +839,7 @@ class StateMachine:
                 if size > DATA_LIMIT:
                     raise StatesError("States.DataLimitExceeded", f"line {line}: {size} bytes, over the "
                                                                   f"{DATA_LIMIT}-byte input of a child execution")
-                batches.append(Batch(spool.tell(), size, index, 1))
-                spool.write(text)
+                yield spooled(text, index, 1)
                 continue
             if base + size > max_bytes:
                 raise StatesError("States.ItemReaderFailed",
@@ -821,14 +847,14 @@ class StateMachine:
                                   f"MaxInputBytesPerBatch ({max_bytes})")
             separator = 1 if pending else 0
             if pending and (len(pending) >= max_items_per_batch or base + pending_size + separator + size > max_bytes):
-                flush()
+                yield flush()
                 separator = 0
             if not pending:
                 first = index
             pending.append(text)
             pending_size += separator + size
-        flush()
-        return batches
+        if pending:
+            yield flush()
 
     def read_items(self, location: dict[str, Any], max_items: int | None) -> Iterator[tuple[int, Any]]:
         """The JSONL object's items with their 1-based line numbers (blank lines hold none), one per line, read a
@@ -913,41 +939,49 @@ class ChildRuns:
                      StartDate=timestamp(started), StateMachineArn=context.machine["Id"], StopDate=timestamp(now()))
         return entry
 
-    def tolerated(self) -> bool:
+    def tolerated(self, read_all: bool) -> bool:
         """Whether the failed items are within ToleratedFailureCount and ToleratedFailurePercentage (each only
-        when given; with neither, no failure is tolerated)."""
+        when given; with neither, no failure is tolerated). The percentage is of every item: it is judged once all
+        are read (``read_all``), as the count can be at any time."""
         record = self.record
         failed, total = record.items["failed"], record.items["total"]
         count, percentage = record.tolerated_count, record.tolerated_percentage
         if count is None and percentage is None:
             return failed == 0
-        return not ((count is not None and failed > count) or (percentage is not None and failed * 100 > percentage
-                                                               * total))
+        return not ((count is not None and failed > count) or (
+            read_all and percentage is not None and failed * 100 > percentage * total))
 
-    def run_all(self, batches: list[Batch], parallel: int) -> list[Any] | None:
-        """Every child execution (no new one starts once the tolerated failures are exceeded); their outputs in
-        item order when the Map has no ResultWriter, else None (the results are written to S3)."""
+    def run_all(self, batches: Iterator[Batch], parallel: int) -> list[Any] | None:
+        """Every child execution, started as its batch is read (no new one starts once the tolerated failures are
+        exceeded); their outputs in item order when the Map has no ResultWriter, else None (the results are written
+        to S3)."""
         record, services = self.record, self.machine.services
-        outputs: list[Any] | None = None if "ResultWriter" in self.state else [None] * len(batches)
+        outputs: list[Any] | None = None if "ResultWriter" in self.state else []
         output_bytes = 2
         pool = concurrent.futures.ThreadPoolExecutor(parallel, thread_name_prefix="child")
         with tempfile.TemporaryFile() as succeeded, tempfile.TemporaryFile() as failed:
             files: dict[str, IO[bytes]] = {"SUCCEEDED": succeeded, "FAILED": failed}
             counts = {"SUCCEEDED": 0, "FAILED": 0}
             running: dict[concurrent.futures.Future[dict[str, Any]], tuple[int, Batch]] = {}
-            queue = iter(enumerate(batches))
-            done = 0
+            started, done, read_all = 0, 0, False
             try:
                 while True:
-                    while len(running) < parallel and not self.exceeded:
-                        number, batch = next(queue, (-1, None))
+                    while len(running) < parallel and not self.exceeded and not read_all:
+                        batch = next(batches, None)  # read now: a child runs on while the next batch is read
                         if batch is None:
+                            read_all = True
                             break
-                        running[pool.submit(self.run_one, batch)] = (number, batch)
-                        for counter, amount in ((record.items, batch.items), (record.executions, 1)):
-                            counter["pending"] -= amount
-                            counter["running"] += amount
+                        record.items["total"] += batch.items
+                        record.executions["total"] += 1
+                        record.items["running"] += batch.items
+                        record.executions["running"] += 1
+                        running[pool.submit(self.run_one, batch)] = (started, batch)
+                        started += 1
+                        if outputs is not None:
+                            outputs.append(None)
                     if not running:
+                        if read_all and not self.tolerated(read_all):
+                            self.exceeded = True
                         break
                     finished, _ = concurrent.futures.wait(running, return_when=concurrent.futures.FIRST_COMPLETED)
                     for future in finished:
@@ -970,11 +1004,11 @@ class ChildRuns:
                                                   f"The Map state's output is over {DATA_LIMIT} bytes (a ResultWriter "
                                                   f"writes larger results to S3)")
                             outputs[number] = value
-                        if not self.tolerated():
+                        if not self.tolerated(read_all):
                             self.exceeded = True
                         done += 1
                         if services.progress:
-                            services.progress(done, len(batches))
+                            services.progress(done, record.executions["total"])
             finally:  # on an error or Ctrl-C, children still running are left to end on their own
                 pool.shutdown(wait=not running, cancel_futures=True)
             for status, target in files.items():
@@ -1035,6 +1069,23 @@ class LimitedReader:
         data = self.file.read(amount)
         self.left -= len(data)
         return data
+
+
+def direct_invoke(answer: Callable[[str, str, dict[str, str], bytes], tuple[int, list[tuple[str, str]], bytes]]
+                  ) -> LambdaInvoke:
+    """Lambda tasks through the Invoke API of the same process (`serve`'s InvokeApi.answer: its rules and its
+    answers, without an HTTP round trip and a request signed for it: Step Functions calls Lambda from inside AWS),
+    with the names :func:`invoke_api` gives what goes wrong: Lambda.<the API's error code>."""
+
+    def invoke(function: str, payload: bytes) -> LambdaAnswer:
+        status, headers, body = answer(function, "", {}, payload)
+        found = {name.lower(): value for name, value in headers}
+        if status != 200:
+            code = found.get("x-amzn-errortype") or "ServiceException"
+            raise StatesError(f"Lambda.{code}", body.decode("utf-8", "replace"))
+        return LambdaAnswer(body, found.get("x-amz-function-error"), found.get("x-amzn-requestid", ""))
+
+    return invoke
 
 
 def invoke_api(client: Any) -> LambdaInvoke:

@@ -479,3 +479,24 @@ def test_the_definitions_retry_absorbs_a_lambda_service_fault_and_without_it_the
     execution, _ = run_real(s3, pipeline_handlers, without_retry, one_fault, count=10)
     assert (execution.status, execution.error) == ("FAILED", "States.ExceedToleratedFailureThreshold")
     assert "Contents" not in s3.list_objects_v2(Bucket="corpus", Prefix="reports/")
+
+
+def test_a_stopped_execution_ends_aborted_at_once_even_asleep_in_a_long_retry_back_off(s3):
+    """StopExecution (and Ctrl-C of pipeline run --local) during a Retry's IntervalSeconds of 600: the wait is cut
+    short and the execution ends ABORTED (on 72c9660 it slept on, still running 120 s later)."""
+    import threading
+    import time
+
+    definition = {"StartAt": "T", "States": {"T": task(End=True, Retry=[
+        {"ErrorEquals": ["Boom"], "IntervalSeconds": 600, "MaxAttempts": 3}])}}
+    machine = local_runner.machine(s3, flaky(5, "Boom"), definition, sleep=None)
+    control = states.Control()
+    ended = []
+    runner = threading.Thread(target=lambda: ended.append(machine.execute({}, "x", control)))
+    runner.start()
+    time.sleep(0.5)
+    assert runner.is_alive()
+    stopped = time.monotonic()
+    control.stop.set()
+    runner.join(30)
+    assert time.monotonic() - stopped < 5 and ended[0].status == "ABORTED"
