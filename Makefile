@@ -26,12 +26,14 @@ $(VENV)/.installed: requirements.txt pyproject.toml setup.py
 	@echo "== make setup: .venv with the runtime dependencies and the command line (about half a minute) =="
 	$(PYTHON) -m venv --clear $(VENV)
 	$(BIN)/pip install --progress-bar off --upgrade pip | grep -v '^Requirement already satisfied' || true
-	$(BIN)/pip install --progress-bar off -r requirements.txt -e . | grep -e '^Collecting' -e '^Successfully' || true
+	$(BIN)/pip install --progress-bar off -r requirements.txt -e . | grep --line-buffered -e '^Collecting' \
+		-e '^Installing collected' -e '^Successfully' || true
 	@$(BIN)/python -c 'import chrf_components_cli, moto, waitress' && touch $@
 
 # The native kernel, rebuilt in place whenever its source changes (optional: without a compiler, Python counts).
 kernel: $(VENV)/.installed
 	@if [ ! -f $(HOST_KERNEL) ] || [ -n "$$(find $(KERNEL_SOURCES) -newer $(HOST_KERNEL))" ]; then \
+		echo "== make kernel: compiling the native kernel (C99) for this machine =="; \
 		$(BIN)/python setup.py -q build_ext --inplace 2>&1 | grep -v -e '^running' -e '^copying' || true; fi
 
 # mbrs (the MBR toolkit; PyTorch's CPU build, about 1.6 GB) in its own environment, for the tests of the chrf_core
