@@ -355,6 +355,9 @@ def run_local_pipeline(files: list[LineFile], settings: chrf_core.CHRF, template
     and Step Functions on one port, the template's state machine on the local runner), stopped at the end. Quiet
     but for progress on a terminal; the functions' logs go to ``log`` if given."""
     from chrf_components_local.pipeline import REGION, LocalStack, PipelineError
+    from chrf_components_local.template import TemplateError
+
+    from .common import CommandError
 
     with tempfile.TemporaryFile() as jsonl:
         facts = write_jsonl(files, jsonl, settings)
@@ -363,6 +366,8 @@ def run_local_pipeline(files: list[LineFile], settings: chrf_core.CHRF, template
             stack = LocalStack(template, log=log)
         except PipelineError as error:
             raise RemoteError(f"{template}: {error}") from None
+        except TemplateError as error:  # as serve and invoke say it: a file that is no template, exit 2
+            raise CommandError(str(error)) from None
         with stack:
             return _execute(stack.session(), REGION, stack.url, stack.outputs, stack.parameters, jsonl, files,
                             settings, facts, as_json, LOCAL_POLL_SECONDS, local=True)

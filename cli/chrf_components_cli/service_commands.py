@@ -99,7 +99,9 @@ def command_invoke(args: argparse.Namespace) -> int:
                 raise CommandError("-: standard input is closed")
             body = sys.stdin.buffer.read(sam_template.API_GATEWAY_PAYLOAD_LIMIT + 1)
         else:
-            body = Path(event_file).read_bytes()
+            body = sam_template.read_bounded(Path(event_file), sam_template.API_GATEWAY_PAYLOAD_LIMIT)
+        if len(body) > sam_template.API_GATEWAY_PAYLOAD_LIMIT:
+            raise CommandError(f"{event_file}: larger than {sam_template.API_GATEWAY_PAYLOAD_LIMIT} bytes")
         json.loads(body)
     except sam_template.TemplateError as error:
         raise CommandError(str(error)) from None

@@ -119,9 +119,11 @@ def load_definition(template_path: pathlib.Path, logical_id: str = STATE_MACHINE
             raise PipelineError(f"{where}.DefinitionUri: the local runner reads a file of the project only")
         path = template_path.parent / properties["DefinitionUri"]
         try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as error:
-            raise PipelineError(f"{where}.DefinitionUri {path}: cannot read ({error.strerror or error})") from None
+            text = sam_template.read_bounded(path, sam_template.DEFINITION_LIMIT).decode("utf-8")
+        except sam_template.TemplateError as error:
+            raise PipelineError(f"{where}.DefinitionUri {error}") from None
+        except UnicodeDecodeError:
+            raise PipelineError(f"{where}.DefinitionUri {path}: not UTF-8 text") from None
     elif isinstance(properties.get("Definition"), dict):
         text = json.dumps(properties["Definition"])
     else:
@@ -137,6 +139,8 @@ def load_definition(template_path: pathlib.Path, logical_id: str = STATE_MACHINE
         definition = json.loads(text)
     except ValueError as error:
         raise PipelineError(f"{where}: the definition is not JSON ({error})") from None
+    except RecursionError:
+        raise PipelineError(f"{where}: the definition is JSON nested too deeply") from None
     name = _resolved(template, properties.get("Name", logical_id), f"{where}.Name", buckets, region)
     try:
         states.check_machine(definition)

@@ -36,6 +36,7 @@ import random
 import re
 import tempfile
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from typing import IO, Any, NamedTuple
@@ -43,6 +44,11 @@ from typing import IO, Any, NamedTuple
 LAMBDA_INVOKE = "arn:aws:states:::lambda:invoke"
 S3_GET_OBJECT = "arn:aws:states:::s3:getObject"
 S3_PUT_OBJECT = "arn:aws:states:::s3:putObject"
+MAP_CONCURRENCY_LIMIT = 10000  # a Distributed Map's MaxConcurrency at most (state-map-distributed.html)
+LABEL_LIMIT = 40  # characters of a Distributed Map's Label (state-map-distributed.html)
+LABEL_FORBIDDEN = re.compile(r"[\s<>{}\[\]?*\"#%\\^|~`$&,;:/\x00-\x1f\x7f-\x9f]")
+HISTORY_LIMIT = 25000  # events in a Standard execution's history: past it, the execution fails
+EXPRESS_DURATION = 300  # seconds an Express execution may run: past it, it times out
 RETRY_LIMIT = 99999999  # IntervalSeconds and MaxAttempts at most (concepts-error-handling.html)
 MAX_DELAY_LIMIT = 31622400  # MaxDelaySeconds at most: a year, a Standard execution's longest duration
 DATA_LIMIT = 256 * 1024  # bytes of a state's or task's input or output, and of a child execution's input
@@ -263,14 +269,33 @@ def check_error_names(entry: dict[str, Any], where: str, field: str, last: bool)
 
 
 def check_machine(machine: Any, where: str = "the definition", child: bool = False) -> None:
-    """A state machine (or a Map's ItemProcessor): StartAt, States, each state's fields; Next targets exist."""
+    """A state machine (or a Map's ItemProcessor): StartAt, States, each state's fields and their types and AWS's
+    ranges; Next targets exist. Whatever the shape, the answer is this or NotImplementedByRunner, in one line."""
+    if not child:
+        try:
+            json.dumps(machine, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            raise refuse(where, "a string holding a lone surrogate (not UTF-8 text, which AWS requires)") from None
+        except RecursionError:
+            raise refuse(where, "JSON nested this deeply") from None
     allowed = {"StartAt", "States", "Comment", "ProcessorConfig"} if child else {"StartAt", "States", "Comment"}
     check_fields(machine, allowed, where, "")
+    check_comment(machine, where)
     states = machine.get("States")
-    if not isinstance(states, dict) or not states or machine.get("StartAt") not in states:
+    if not isinstance(states, dict) or not states or not names_state(machine.get("StartAt"), states):
         raise refuse(where, "a machine without States or whose StartAt names no state")
     for name, state in states.items():
         check_state(name, state, states)
+
+
+def names_state(value: Any, states: dict[str, Any]) -> bool:
+    """Whether a Next, StartAt or Default names a state (a string: a list or an object names none)."""
+    return isinstance(value, str) and value in states
+
+
+def check_comment(value: dict[str, Any], where: str) -> None:
+    if not isinstance(value.get("Comment", ""), str):
+        raise refuse(where, "a Comment that is not a string")
 
 
 def check_state(name: str, state: Any, states: dict[str, Any]) -> None:
@@ -291,9 +316,13 @@ def check_state(name: str, state: Any, states: dict[str, Any]) -> None:
         if state.get("End") is True:
             if "Next" in state:
                 raise refuse(where, "both Next and End")
-        elif state.get("Next") not in states:
+        elif not names_state(state.get("Next"), states):
             raise refuse(where, f"Next {state.get('Next')!r}, which names no state")
+    check_comment(state, where)
     retriers, catchers = state.get("Retry", []), state.get("Catch", [])
+    for field, value in (("Retry", retriers), ("Catch", catchers)):
+        if not isinstance(value, list):
+            raise refuse(where, f"{field} that is not a list")
     for number, retrier in enumerate(retriers):
         check_fields(retrier, RETRY_FIELDS, where, f"Retry[{number}]")
         check_error_names(retrier, where, f"Retry[{number}]", number == len(retriers) - 1)
@@ -306,7 +335,7 @@ def check_state(name: str, state: Any, states: dict[str, Any]) -> None:
     for number, catcher in enumerate(catchers):
         check_fields(catcher, CATCH_FIELDS, where, f"Catch[{number}]")
         check_error_names(catcher, where, f"Catch[{number}]", number == len(catchers) - 1)
-        if catcher.get("Next") not in states:
+        if not names_state(catcher.get("Next"), states):
             raise refuse(where, f"Catch[{number}].Next {catcher.get('Next')!r}, which names no state")
         if catcher.get("ResultPath") is not None:
             parse_path(catcher.get("ResultPath", "$"), where, f"Catch[{number}].ResultPath")
@@ -320,9 +349,9 @@ def check_state(name: str, state: Any, states: dict[str, Any]) -> None:
             raise refuse(where, "a Choice state without Choices")
         for number, rule in enumerate(choices):
             check_rule(rule, where, f"Choices[{number}]", top=True)
-            if rule.get("Next") not in states:
+            if not names_state(rule.get("Next"), states):
                 raise refuse(where, f"Choices[{number}].Next {rule.get('Next')!r}, which names no state")
-        if "Default" in state and state["Default"] not in states:
+        if "Default" in state and not names_state(state["Default"], states):
             raise refuse(where, f"Default {state['Default']!r}, which names no state")
     elif kind == "Fail":
         for field in ("ErrorPath", "CausePath"):
@@ -373,7 +402,13 @@ def check_map(state: dict[str, Any], where: str) -> None:
         if batcher.get("MaxInputBytesPerBatch", 0) > DATA_LIMIT:
             raise refuse(where, f"ItemBatcher.MaxInputBytesPerBatch over {DATA_LIMIT} bytes (256 KiB, AWS's limit)")
         check_template(batcher.get("BatchInput", {}), where, "ItemBatcher.BatchInput")
-    check_positive(state, "MaxConcurrency", where, 0)
+    check_positive(state, "MaxConcurrency", where, 0, maximum=MAP_CONCURRENCY_LIMIT)
+    label = state.get("Label", "")
+    if not isinstance(label, str) or len(label) > LABEL_LIMIT or LABEL_FORBIDDEN.search(label):
+        raise refuse(where, f"Label {json.dumps(label)[:60]} (AWS requires at most {LABEL_LIMIT} characters, "
+                            f"without whitespace, brackets, wildcards, special or control characters)")
+    if "ItemSelector" in state and not isinstance(state["ItemSelector"], dict):
+        raise refuse(where, "an ItemSelector that is not a JSON object")
     check_positive(state, "ToleratedFailureCount", where, 0)
     check_positive(state, "ToleratedFailurePercentage", where, 0, integer=False)
     if state.get("ToleratedFailurePercentage", 0) > 100:
@@ -410,6 +445,12 @@ def check_rule(rule: Any, where: str, field: str, top: bool = False) -> None:
     parse_path(rule.get("Variable"), where, f"{field}.Variable")
     if operator.endswith("Path") and base in COMPARISONS:
         parse_path(rule[operator], where, f"{field}.{operator}")
+        return
+    value = rule[operator]
+    kinds = COMPARISONS[operator][0] if operator in COMPARISONS else bool
+    if not isinstance(value, kinds) or (kinds is not bool and isinstance(value, bool)):
+        wanted = {str: "a string", bool: "true or false"}.get(kinds, "a number")
+        raise refuse(where, f"{field}.{operator} {json.dumps(value)[:40]} (AWS requires {wanted})")
 
 
 # ---- paths and payload templates -----------------------------------------------------------------------------------
@@ -418,11 +459,34 @@ def check_rule(rule: Any, where: str, field: str, top: bool = False) -> None:
 class Context:
     """The context object ($$) of one execution, and the state it is in."""
 
-    def __init__(self, execution: dict[str, Any], machine: dict[str, Any], control: Control | None = None) -> None:
+    def __init__(self, execution: dict[str, Any], machine: dict[str, Any], control: Control | None = None,
+                 express: bool = False) -> None:
         self.execution, self.machine = execution, machine
         self.control = control or Control()
         self.state: dict[str, Any] = {}
         self.item: dict[str, Any] | None = None
+        self.events = 0  # history events so far (a Standard execution's are bounded)
+        self.deadline = time.monotonic() + EXPRESS_DURATION if express else None  # an Express one's duration
+
+    def count(self, events: int) -> None:
+        """Count history events, and end an execution past AWS's bounds (service-quotas.html): a Standard
+        execution's history of HISTORY_LIMIT events (it fails), an Express execution's EXPRESS_DURATION (it times
+        out)."""
+        self.control.check()
+        self.events += events
+        if self.deadline is None and self.events > HISTORY_LIMIT:
+            raise StatesError("States.Runtime", f"The execution history reached {HISTORY_LIMIT} events, the quota "
+                                                f"of a Standard execution: the execution fails")
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise StatesError("States.Timeout", f"An Express execution ran past {EXPRESS_DURATION} seconds, its "
+                                                f"longest duration")
+
+    def pause(self, seconds: float) -> None:
+        """A retrier's wait: cut short when the execution is stopped, and never past an Express deadline."""
+        if self.deadline is not None:
+            seconds = min(seconds, max(0.0, self.deadline - time.monotonic()))
+        self.control.pause(seconds)
+        self.count(0)
 
     def data(self) -> dict[str, Any]:
         data = {"Execution": self.execution, "StateMachine": self.machine, "State": self.state}
@@ -640,7 +704,7 @@ class StateMachine:
     def run(self, machine: dict[str, Any], data: Any, context: Context) -> Any:
         states, name = machine["States"], machine["StartAt"]
         while True:
-            context.control.check()
+            context.count(2)  # its Entered and Exited events
             state = states[name]
             context.state = {"Name": name, "EnteredTime": timestamp(now()), "RetryCount": 0}
             kind = state["Type"]
@@ -684,6 +748,7 @@ class StateMachine:
         attempts = [0] * len(state.get("Retry", []))
         while True:
             try:
+                context.count(3)  # Scheduled, Started, and Succeeded or Failed
                 return self.task(state, effective, context) if state["Type"] == "Task" else \
                     self.map(state, effective, context)
             except StatesError as error:
@@ -696,7 +761,7 @@ class StateMachine:
                     raise
                 delay = retry_delay(retrier, attempts[found], self.services.jitter)
                 if self.services.sleep is None:
-                    context.control.pause(delay)
+                    context.pause(delay)
                 else:
                     self.services.sleep(delay)
                 attempts[found] += 1
@@ -925,7 +990,7 @@ class ChildRuns:
         context = Context({"Id": arn, "Input": data, "Name": name, "StartTime": timestamp(started),
                            "RoleArn": f"arn:aws:iam::{machine.account}:role/local"},
                           {"Id": f"{machine.arn}/{self.label}", "Name": f"{machine.name}/{self.label}"},
-                          self.state_input[1].control)
+                          self.state_input[1].control, self.express)
         entry: dict[str, Any] = {"ExecutionArn": arn, "Input": text, "InputDetails": {"Included": True},
                                  "Name": name}
         try:

@@ -11,6 +11,7 @@ them.
 from __future__ import annotations
 
 import importlib
+import os
 import pathlib
 import sys
 import time
@@ -22,6 +23,8 @@ from .answers import function_error
 DEFAULT_FUNCTION = "ChrfComponentsFunction"
 TEMPLATE_NAME = "template.yaml"
 API_GATEWAY_PAYLOAD_LIMIT = 10 * 1024 * 1024  # bytes of request body API Gateway accepts
+TEMPLATE_LIMIT = 1024 * 1024  # bytes of a template (CloudFormation's largest, uploaded to S3)
+DEFINITION_LIMIT = 1024 * 1024  # bytes of a state machine definition (Step Functions' quota)
 ACCOUNT = "123456789012"  # the account local functions belong to (every ARN the emulator writes)
 
 
@@ -34,19 +37,45 @@ def find_template(explicit: str | None = None) -> pathlib.Path:
     path = pathlib.Path(explicit) if explicit else pathlib.Path.cwd() / TEMPLATE_NAME
     if not path.is_file():
         if explicit:
-            raise TemplateError(f"--template {explicit}: no such file")
+            raise TemplateError(f"--template {explicit}: " + ("not a regular file" if path.exists() else
+                                                              "no such file"))
         raise TemplateError(
             f"no {TEMPLATE_NAME} in {pathlib.Path.cwd()}: run this from the project folder or pass --template PATH"
         )
     return path.resolve()
 
 
+def read_bounded(path: pathlib.Path, limit: int) -> bytes:
+    """A file the emulator reads (a template, a definition, an event), refused in one line (TemplateError) when it
+    is not a regular file (a FIFO would hang, /dev/zero never end) or holds more than ``limit`` bytes; never more
+    than ``limit`` + 1 bytes are read."""
+    import stat
+
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise TemplateError(f"{path}: not a regular file")
+        with open(path, "rb") as file:
+            data = file.read(limit + 1)
+    except OSError as error:
+        raise TemplateError(f"{path}: cannot read ({error.strerror or error})") from None
+    if len(data) > limit:
+        raise TemplateError(f"{path}: larger than {limit} bytes")
+    return data
+
+
 def load_template(path: pathlib.Path) -> dict[str, Any]:
-    """A template as plain data; CloudFormation tags (!Ref, !Sub, ...) become ``{"Fn::X": value}``."""
+    """A template as plain data; CloudFormation tags (!Ref, !Sub, ...) become ``{"Fn::X": value}``. Read with a
+    bound (TEMPLATE_LIMIT, CloudFormation's largest template); YAML aliases are refused, as CloudFormation refuses
+    them (template-formats.html), so no alias can multiply what a small file makes."""
     import yaml
 
     class TemplateLoader(yaml.SafeLoader):
-        pass
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            if self.check_event(yaml.AliasEvent):
+                event = self.peek_event()  # type: ignore[no-untyped-call]
+                raise yaml.YAMLError(f"a YAML alias (*{event.anchor}) at line {event.start_mark.line + 1}: "
+                                     f"CloudFormation templates take none")
+            return super().compose_node(parent, index)
 
     def construct_tag(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> dict[str, Any]:
         value: Any
@@ -60,10 +89,11 @@ def load_template(path: pathlib.Path) -> dict[str, Any]:
         return {"Ref" if suffix == "Ref" else f"Fn::{suffix}": value}
 
     TemplateLoader.add_multi_constructor("!", construct_tag)
+    text = read_bounded(path, TEMPLATE_LIMIT)
     try:
-        data = yaml.load(path.read_text(encoding="utf-8"), Loader=TemplateLoader)
-    except (OSError, yaml.YAMLError) as error:
-        raise TemplateError(f"{path}: not a readable template ({error})") from None
+        data = yaml.load(text.decode("utf-8"), Loader=TemplateLoader)
+    except (UnicodeDecodeError, yaml.YAMLError, RecursionError) as error:
+        raise TemplateError(f"{path}: not a readable template ({' '.join(str(error).split())[:300]})") from None
     if not isinstance(data, dict) or not isinstance(data.get("Resources"), dict):
         raise TemplateError(f"{path}: not a SAM template (no Resources)")
     return data

@@ -193,3 +193,43 @@ def test_serve_wait_gives_up_in_one_line_with_exit_3_when_no_serve_answers(tmp_p
                               text=True, timeout=60)
     assert (done.returncode, done.stdout) == (3, "")
     assert done.stderr == f"chrf-components serve: error: no serve answers on 127.0.0.1:{port} after 1 s\n"
+
+
+@pytest.mark.parametrize("command", ["serve", "pipeline", "invoke"])
+@pytest.mark.parametrize("kind", ["alias bomb", "fifo", "not yaml", "no resources"])
+def test_every_template_is_read_with_a_bound_and_refused_in_one_line(tmp_path, command, kind):
+    """Issue 57 item 2: a YAML alias bomb (on 72c9660 1.1 GB in 25 s), a FIFO (it hung), a file that is not YAML or
+    has no Resources (`pipeline run` tracebacks): one line, exit 2, at once. CloudFormation takes no YAML aliases
+    (https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/template-formats.html)."""
+    template = tmp_path / "template.yaml"
+    if kind == "fifo":
+        os.mkfifo(template)
+    else:
+        template.write_text({"alias bomb": "a: &a [x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a]\n"
+                                           "c: [*b, *b, *b, *b, *b, *b, *b, *b]\nResources: {}\n",
+                             "not yaml": "{{{\n", "no resources": "x: 1\n"}[kind], encoding="utf-8")
+    (tmp_path / "h").write_text("a\n", encoding="utf-8")
+    (tmp_path / "event.json").write_text("{}", encoding="utf-8")
+    arguments = {"serve": ["serve", "--port", "0", "--template", str(template)],
+                 "pipeline": ["pipeline", "run", "h", "h", "--local", "--template", str(template)],
+                 "invoke": ["invoke", "-e", "event.json", "--template", str(template)]}[command]
+    done = subprocess.run([str(CLI), *arguments], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout) == (2, "") and done.stderr.count("\n") == 1, done.stderr[-2000:]
+    reason = {"alias bomb": "a YAML alias (*a) at line 2: CloudFormation templates take none",
+              "fifo": "not a regular file", "not yaml": "not a readable template",
+              "no resources": "not a SAM template (no Resources)"}[kind]
+    assert reason in done.stderr
+
+
+@pytest.mark.parametrize("kind", ["/dev/zero", "over the limit"])
+def test_an_event_file_is_read_with_the_same_bound_as_standard_input(tmp_path, kind):
+    """Issue 57 item 2: `invoke -e /dev/zero` was a MemoryError traceback on 72c9660, and an 11 MB event file was
+    read whole while `-e -` stops at 10 MB (API Gateway's payload limit): both are one line now."""
+    event = "/dev/zero" if kind == "/dev/zero" else str(tmp_path / "big.json")
+    if kind != "/dev/zero":
+        (tmp_path / "big.json").write_text(" " * (11 * 1024 * 1024) + "{}", encoding="utf-8")
+    done = subprocess.run([str(CLI), "invoke", "-e", event, "--template", str(ROOT / "template.yaml")],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == (f"chrf-components invoke: error: {event}: not a regular file\n" if kind == "/dev/zero"
+                           else f"chrf-components invoke: error: {event}: larger than 10485760 bytes\n")

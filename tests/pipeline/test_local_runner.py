@@ -430,6 +430,70 @@ def test_a_template_whose_substitution_the_runner_cannot_resolve_is_refused_by_n
         pipeline.load_definition(tmp_path / "template.yaml")
 
 
+SHAPES = [  # on 72c9660 each was a traceback (TypeError) or accepted; AWS rejects each
+    (lambda d: d.update(StartAt=["ScoreSegments"]), "the definition: ", "whose StartAt names no state"),
+    (lambda d: d.update(StartAt={"a": 1}), "the definition: ", "whose StartAt names no state"),
+    (lambda d: d.update(Comment=5), "the definition: ", "a Comment that is not a string"),
+    (lambda d: at(d, "States", "MergeReport").update(Retry=5), "state MergeReport: ", "Retry that is not a list"),
+    (lambda d: at(d, "States", "MergeReport").update(Retry=None), "state MergeReport: ", "Retry that is not a list"),
+    (lambda d: at(d, "States", "MergeReport").update(Catch=5), "state MergeReport: ", "Catch that is not a list"),
+    (lambda d: at(d, *MAP).update(MaxConcurrency=10**30), "state ScoreSegments: ",
+     "MaxConcurrency 1000000000000000000000000000000 (AWS requires an integer from 0 to 10000)"),
+    (lambda d: at(d, *MAP).update(Label="x" * 1000), "state ScoreSegments: ", "(AWS requires at most 40 characters, "
+     "without whitespace, brackets, wildcards, special or control characters)"),
+    (lambda d: at(d, *MAP).update(ItemSelector="x"), "state ScoreSegments: ", "an ItemSelector that is not a JSON "
+     "object"),
+    (lambda d: at(d, *MAP, "ResultWriter", "Parameters").update(Prefix="a\ud800"), "the definition: ",
+     "a string holding a lone surrogate (not UTF-8 text, which AWS requires)"),
+    (lambda d: d["States"].update(C={"Type": "Choice", "Choices": [{"Variable": "$.a", "StringEquals": 5,
+                                                                    "Next": "C"}]}),
+     "state C: ", "Choices[0].StringEquals 5 (AWS requires a string)"),
+    (lambda d: d["States"].update(C={"Type": "Choice", "Choices": [{"Variable": "$.a", "IsPresent": "yes",
+                                                                    "Next": "C"}]}),
+     "state C: ", 'Choices[0].IsPresent "yes" (AWS requires true or false)'),
+    (lambda d: d["States"].update(C={"Type": "Choice", "Choices": [{"Variable": "$.a", "IsNull": True,
+                                                                    "Next": ["C"]}]}),
+     "state C: ", "Choices[0].Next ['C'], which names no state"),
+    (lambda d: d["States"].update(C={"Type": "Choice", "Choices": [{"Variable": "$.a", "IsNull": True,
+                                                                    "Next": "C"}], "Default": {"a": 1}}),
+     "state C: ", "Default {'a': 1}, which names no state"),
+]
+
+
+@pytest.mark.parametrize(("edit", "where", "what"), SHAPES)
+def test_a_malformed_definition_is_one_line_naming_the_state_and_field(s3, edit, where, what):
+    """The definition's shapes, types and AWS's documented ranges (state-map-distributed.html: MaxConcurrency up to
+    10,000, a Label of up to 40 characters; choice-state.html: each comparison's type) are checked when it is read,
+    before anything runs, in one line."""
+    with pytest.raises(states.NotImplementedByRunner) as refused:
+        local_runner.machine(s3, lambda *call: None, edited(edit))
+    assert str(refused.value).startswith(where) and str(refused.value).endswith(what)
+
+
+@pytest.mark.parametrize("target", ["/dev/zero", "fifo", "huge", "deep"])
+def test_a_definition_file_is_read_with_a_bound_and_refused_in_one_line(tmp_path, target):
+    """DefinitionUri naming /dev/zero (on 72c9660: a MemoryError after 10 s), a FIFO (it hung), a file past Step
+    Functions' 1 MB definition quota, or JSON nested 10^5 deep: one line, at once."""
+    import os
+
+    paths = {"/dev/zero": "/dev/zero", "fifo": str(tmp_path / "fifo"), "huge": str(tmp_path / "huge.json"),
+             "deep": str(tmp_path / "deep.json")}
+    if target == "fifo":
+        os.mkfifo(paths["fifo"])
+    elif target == "huge":
+        (tmp_path / "huge.json").write_text(" " * (1024 * 1024 + 1) + "{}", encoding="utf-8")
+    elif target == "deep":
+        (tmp_path / "deep.json").write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
+    template = local_runner.TEMPLATE.read_text(encoding="utf-8").replace(
+        "DefinitionUri: statemachine/corpus_pipeline.asl.json", f"DefinitionUri: {paths[target]}")
+    assert paths[target] in template
+    (tmp_path / "template.yaml").write_text(template, encoding="utf-8")
+    expected = {"/dev/zero": "not a regular file", "fifo": "not a regular file", "huge": "larger than 1048576 bytes",
+                "deep": "nested"}[target]
+    with pytest.raises(pipeline.PipelineError, match=expected):
+        pipeline.load_definition(tmp_path / "template.yaml")
+
+
 # ---- the real definition drives the run ----------------------------------------------------------------------------
 
 
@@ -500,3 +564,25 @@ def test_a_stopped_execution_ends_aborted_at_once_even_asleep_in_a_long_retry_ba
     control.stop.set()
     runner.join(30)
     assert time.monotonic() - stopped < 5 and ended[0].status == "ABORTED"
+
+
+@pytest.mark.parametrize("loop", [
+    {"StartAt": "L", "States": {"L": {"Type": "Pass", "Next": "L"}}},
+    {"StartAt": "C", "States": {"C": {"Type": "Choice", "Choices": [
+        {"Variable": "$.x", "IsPresent": True, "Next": "C"}], "Default": "C"}}},
+], ids=["Pass", "Choice"])
+def test_a_standard_execution_that_never_ends_fails_at_awss_history_quota(s3, loop):
+    """DOCS + service-quotas.html: a Standard execution's history holds at most 25,000 events, and the execution
+    fails when it reaches them (on 72c9660 a Pass or Choice looping on itself ran at 100% CPU until killed)."""
+    execution = run(s3, loop, {})
+    assert (execution.status, execution.error) == ("FAILED", "States.Runtime")
+    assert "25000 events" in execution.cause
+
+
+def test_an_express_child_that_never_ends_times_out_at_its_duration(s3, monkeypatch):
+    """DOCS + service-quotas.html: an Express execution runs at most five minutes (shortened here), then it times
+    out: the Map counts its items as failed (on 72c9660 a looping child never ended)."""
+    monkeypatch.setattr(states, "EXPRESS_DURATION", 0.5)
+    put_lines(s3, ['{"n": 1}'])
+    execution = run(s3, map_definition({"Child": {"Type": "Pass", "Next": "Child"}}))
+    assert (execution.status, execution.error) == ("FAILED", "States.ExceedToleratedFailureThreshold")
