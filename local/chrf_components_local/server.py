@@ -32,6 +32,7 @@ import re
 import signal
 import socket
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable
@@ -51,6 +52,8 @@ from .runtime import Functions
 CONNECTION_TIMEOUT = 30  # seconds a connection may stay idle before the server closes it
 LINGER_SECONDS = 5.0  # a connection closed after an early answer reads what the client still sends, this long
 LINGER_BYTES = 16 * 1024 * 1024  # and at most this much
+DRAIN_SECONDS = 5.0  # on SIGTERM: how long the answers to requests already received may take to be written
+WORKERS_LIMIT = 32  # --workers at most: each execution environment is a process (about 40 MB)
 SPARE_THREADS = 4  # threads for requests that reach no function (refusals, 404s, CORS preflights)
 CONNECTION_LIMIT = 1000  # connections open at once; more wait in the listen backlog
 BACKLOG = 1024  # connections the kernel queues before the server accepts them
@@ -344,6 +347,7 @@ class LocalServer:
 
         self.functions, self.region, self.gateway = functions, gateway.region, gateway
         self.log_stream: TextIO | None = None
+        self.stopping = False
         queues = FunctionQueues({**{name: 2 * workers for name in functions.runtimes}, AWS_QUEUE: AWS_THREADS},
                                 SPARE_THREADS, gateway.function_of)
         self.server_address = listener.getsockname()[:2]
@@ -356,8 +360,29 @@ class LocalServer:
         self.waitress.channel_class = lingering_channel()
 
     def serve_forever(self) -> None:
-        """Serve until shutdown() from another thread, or SIGINT / SIGTERM in the main thread."""
+        """Serve until shutdown() or stop_answering() from another thread."""
         self.waitress.run()
+
+    def stop_answering(self) -> None:
+        """Stop as SIGTERM asks (from a thread other than the server's loop): no new connection is accepted, the
+        functions are stopped (an invocation in flight, and every one still queued, is answered at once with
+        Lambda's error), the answers are written out (at most DRAIN_SECONDS), then the server stops. So every
+        request that arrived gets an answer."""
+        from waitress import wasyncore
+
+        with contextlib.suppress(OSError):
+            wasyncore.dispatcher.close(self.waitress)  # the listening socket alone (its trigger stays open)
+        self.server_close()
+        deadline = time.monotonic() + DRAIN_SECONDS
+        queues = self.waitress.task_dispatcher.queues.values()
+        while time.monotonic() < deadline:
+            waiting = any(queue.queue or queue.active_count for queue in queues)
+            unsent = any(getattr(channel, "total_outbufs_len", 0) or getattr(channel, "requests", None)
+                         for channel in list(self.waitress._map.values()))
+            if not waiting and not unsent:
+                break
+            time.sleep(0.02)
+        stop_waitress(self.waitress)
 
     def shutdown(self) -> None:
         """Stop serving (from another thread): close the listening socket and every connection."""
@@ -413,8 +438,8 @@ def make_server(host: str = "127.0.0.1", port: int = 3000, template: pathlib.Pat
     with the credentials of the standard AWS chain, including their session token if they have one; the functions
     and the runner sign with those. ``overrides``, ``warm`` and ``log`` (also for the server's own request lines):
     as for runtime.Functions."""
-    if workers < 1:
-        raise ServeError("--workers must be at least 1")
+    if not 1 <= workers <= WORKERS_LIMIT:
+        raise ServeError(f"--workers must be from 1 to {WORKERS_LIMIT} (each is a process), got {workers}")
     credentials = None
     if iam:  # the caller's AWS configuration is read for --iam alone
         import botocore.session
@@ -508,10 +533,10 @@ def moto_s3(buckets: list[str], region: str) -> Any:
 
 def _stopper(server: LocalServer) -> Callable[[int, Any], None]:
     def stop(signum: int, frame: Any) -> None:
-        # The functions first: an invocation in flight ends now (its caller gets an error), so waitress, which waits
-        # for its threads, stops at once too.
-        server.server_close()
-        raise KeyboardInterrupt  # waitress's loop ends on it
+        # Not here (this is the server's loop, which must go on writing the answers): in a thread of its own.
+        if not server.stopping:
+            server.stopping = True
+            threading.Thread(target=server.stop_answering, daemon=True, name="stopping").start()
 
     return stop
 

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -233,3 +234,15 @@ def test_an_event_file_is_read_with_the_same_bound_as_standard_input(tmp_path, k
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr == (f"chrf-components invoke: error: {event}: not a regular file\n" if kind == "/dev/zero"
                            else f"chrf-components invoke: error: {event}: larger than 10485760 bytes\n")
+
+
+@pytest.mark.parametrize("workers", ["0", "33", "1000"])
+def test_serve_workers_past_the_documented_cap_is_one_line_before_anything_starts(tmp_path, workers):
+    """Issue 57 item 3: on 72c9660 `serve --workers 200` started 202 processes and 4.2 GB before serving, and
+    --workers 1000 printed nothing for 30 s. The cap (32, docs/deploy-and-pipelines.md) is checked first."""
+    started = time.monotonic()
+    done = subprocess.run([str(CLI), "serve", "--port", "0", "--workers", workers, "--template",
+                           str(ROOT / "template.yaml")], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout) == (2, "") and time.monotonic() - started < 20
+    assert done.stderr == (f"chrf-components serve: error: --workers must be from 1 to 32 (each is a process), "
+                           f"got {workers}\n")

@@ -127,3 +127,43 @@ def test_a_signal_stops_the_server_and_every_worker_within_5_seconds_without_a_t
         assert [pid for pid in descendants if alive(pid)] == []
         output = (tmp_path / "stderr").read_text(encoding="utf-8")
         assert "Traceback" not in output and "Error" not in output, output
+
+
+def test_sigterm_answers_every_request_already_received_before_the_server_exits(tmp_path):
+    """Issue 57 item 3: on 72c9660, SIGTERM with 200 invocations queued left 136 clients with no HTTP response. Now
+    the server stops accepting, stops the functions (in flight and queued invocations are answered at once with
+    Lambda's error, Runtime.ExitError) and writes every answer before it exits."""
+    import random
+
+    import boto3
+    from botocore.config import Config
+
+    rng = random.Random(1)
+    words = [" ".join("".join(rng.choice("abcdefghij") for _ in range(rng.randint(1, 8))) for _ in range(6000))[:30000]
+             for _ in range(2)]
+    heavy = json.dumps({"hypotheses": [words[0]], "references": [words[1]], "word_order": 2})  # valid, a few ms
+    with serving_process(tmp_path / "stderr", "--workers", "1") as (process, port):
+        client = boto3.client("lambda", endpoint_url=f"http://127.0.0.1:{port}", region_name="us-east-1",
+                              aws_access_key_id="x", aws_secret_access_key="y",
+                              config=Config(retries={"max_attempts": 1}, read_timeout=60, max_pool_connections=220))
+        outcomes = []
+
+        def call():
+            try:
+                response = client.invoke(FunctionName="ChrfComponentsFunction", Payload=heavy)
+                response["Payload"].read()
+                outcomes.append(response.get("FunctionError", "answered"))
+            except Exception as error:  # no answer: what must not happen
+                outcomes.append(f"no answer: {type(error).__name__}")
+
+        threads = [threading.Thread(target=call) for _ in range(200)]
+        for thread in threads:
+            thread.start()
+        while len(outcomes) < 5:  # the single environment is busy; the rest wait in its queue
+            time.sleep(0.005)
+        process.send_signal(signal.SIGTERM)
+        for thread in threads:
+            thread.join(60)
+        process.wait(15)
+    assert len(outcomes) == 200 and not [outcome for outcome in outcomes if outcome.startswith("no answer")], outcomes
+    assert "answered" in outcomes and "Unhandled" in outcomes  # the queued ones: Lambda's error, not silence
