@@ -9,18 +9,10 @@ import textwrap
 import chrf_core
 import pytest
 from chrf_core import MAX_TEXT_LENGTH, InvalidInputError
-from chrf_core import kernel as kernel_module
 from processes import ctrl_c_after
 from support import ROOT, native_kernel_or_skip
-from test_kernels import kernels
 
 PATHS = [str(ROOT / "layers" / "chrf_core"), str(ROOT / "tests")]
-
-
-@pytest.fixture(params=kernels())
-def kernel(request, monkeypatch):
-    monkeypatch.setattr(kernel_module, "KERNEL", request.param)
-    return request.param
 
 
 def run_python(script, *, native=True, timeout=300):

@@ -14,13 +14,6 @@ from hypothesis import strategies as st
 from naive_chrf import naive_aggregate
 from payloads import edited, real_pairs
 from support import SEGMENT_TEXT, native_kernel_or_skip, settings_strategy
-from test_kernels import kernels
-
-
-@pytest.fixture(params=kernels())
-def kernel(request, monkeypatch):
-    monkeypatch.setattr(kernel_module, "KERNEL", request.param)
-    return request.param
 
 
 def candidates(count, seed=6, source=3):

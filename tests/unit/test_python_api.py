@@ -22,12 +22,6 @@ from support import SEGMENT_TEXT, native_kernel_or_skip, settings_strategy
 from test_kernels import kernels
 
 
-@pytest.fixture(params=kernels())
-def kernel(request, monkeypatch):
-    monkeypatch.setattr(kernel_module, "KERNEL", request.param)
-    return request.param
-
-
 def exact(hypothesis, reference, chosen):
     return Fraction(naive_score({"hypotheses": [hypothesis], "references": [reference], **chosen})["score_fraction"])
 

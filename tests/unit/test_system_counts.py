@@ -19,12 +19,6 @@ SMALL_ALPHABET = st.text(st.sampled_from("ab ."), max_size=300)  # low orders th
 WITH_FOREIGN_LETTERS = st.text(st.sampled_from("ab .!é"), max_size=300)  # letters a reference may lack
 
 
-@pytest.fixture(params=kernels())
-def kernel(request, monkeypatch):
-    monkeypatch.setattr(kernel_module, "KERNEL", request.param)
-    return request.param
-
-
 @st.composite
 def segments(draw, text=SEGMENT_TEXT, hypothesis_text=None):
     """Segments of one reference and 1-4 systems' hypotheses: generated (from hypothesis_text if given), the reference

@@ -15,7 +15,6 @@ from hypothesis import strategies as st
 from naive_chrf import naive_aggregate
 from payloads import edited, real_pairs
 from support import SEGMENT_TEXT, settings_strategy
-from test_kernels import kernels
 
 WEIGHT = st.one_of(
     st.integers(0, 10**30),
@@ -23,12 +22,6 @@ WEIGHT = st.one_of(
     st.floats(min_value=0, max_value=1e300, allow_nan=False, allow_infinity=False),
     st.floats(min_value=0, max_value=1e-300),  # subnormals among them
 )
-
-
-@pytest.fixture(params=kernels())
-def kernel(request, monkeypatch):
-    monkeypatch.setattr(kernel_module, "KERNEL", request.param)
-    return request.param
 
 
 def candidates(count, seed):
