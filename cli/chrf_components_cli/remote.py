@@ -24,6 +24,8 @@ from urllib.parse import urlsplit
 import chrf_core
 from chrf_core.contract import ITEM_KEYS
 
+from chrf_components_local.template import LOCAL_CREDENTIALS, LOCAL_REGION  # serve's defaults for loopback
+
 from . import text
 from .common import Inputs
 from .corpus import Facts, observe
@@ -33,8 +35,6 @@ TIMEOUT = 60
 CONNECT_TIMEOUT, READ_TIMEOUT, ATTEMPTS = 10, 60, 3  # AWS calls: seconds to connect, seconds per answer, tries
 POLL_SECONDS = 2.0
 LOCAL_POLL_SECONDS = 0.1  # DescribeExecution of a local execution: no request costs anything
-LOCAL_REGION = "us-east-1"  # what `serve` answers in when nothing says otherwise
-LOCAL_CREDENTIALS = {"aws_access_key_id": "local", "aws_secret_access_key": "local"}  # placeholders for loopback
 OUTPUT_KEYS = ("CorpusBucketName", "CorpusPipelineArn")
 
 

@@ -30,8 +30,7 @@ from .template import ACCOUNT
 
 STATE_MACHINE = "CorpusPipeline"  # the template's logical id
 STACK_NAME = "local"  # what ${AWS::StackName} stands for
-REGION = "us-east-1"
-CREDENTIALS = {"aws_access_key_id": "local", "aws_secret_access_key": "local"}
+REGION = sam_template.LOCAL_REGION  # `pipeline run --local`'s stack lives there
 PLACEHOLDER = re.compile(r"\$\{([^}]*)\}")
 
 
@@ -192,7 +191,7 @@ class LocalStack:
         """A boto3 session for this stack (placeholder credentials, its region)."""
         import boto3
 
-        return boto3.session.Session(region_name=REGION, **CREDENTIALS)
+        return boto3.session.Session(region_name=REGION, **sam_template.LOCAL_CREDENTIALS)
 
     def close(self) -> None:
         """Stop everything that was started, in the reverse order."""

@@ -81,7 +81,7 @@ class Gateway:
     with one escaped, text-free log line per request."""
 
     def __init__(self, functions: Functions, template: dict[str, Any], credentials: Any = None,
-                 region: str = "us-east-1", log: TextIO | None = None, stepfunctions: Any = None,
+                 region: str = sam_template.LOCAL_REGION, log: TextIO | None = None, stepfunctions: Any = None,
                  s3: Any = None) -> None:
         self.functions, self.credentials, self.region = functions, credentials, region
         self.log = log  # None: the request lines go to stderr
@@ -181,7 +181,6 @@ class Gateway:
         return None
 
 
-LOCAL_REGION = "us-east-1"  # where the local functions and state machines live unless --region says otherwise
 AWS_QUEUE = "(aws)"  # the queue of S3's and Step Functions' requests
 AWS_THREADS = 8
 S3_SIGNATURE_ERRORS = {"InvalidSignatureException": "SignatureDoesNotMatch",  # S3's names for the same refusals
@@ -456,7 +455,7 @@ def make_server(host: str = "127.0.0.1", port: int = 3000, template: pathlib.Pat
                 raise ServeError("--iam needs a region to check signatures' scope against: --region or AWS_REGION")
         except BotoCoreError as error:
             raise ServeError(f"the AWS configuration: {error}") from None
-    region = region or LOCAL_REGION
+    region = region or sam_template.LOCAL_REGION
     path = template or sam_template.find_template()
     template_data = sam_template.load_template(path)
     listener = listening(host, port)
@@ -487,7 +486,9 @@ def make_server(host: str = "127.0.0.1", port: int = 3000, template: pathlib.Pat
     return server
 
 
-PLACEHOLDER_ENVIRONMENT = {"AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local", "AWS_SESSION_TOKEN": ""}
+PLACEHOLDER_ENVIRONMENT = {"AWS_ACCESS_KEY_ID": sam_template.LOCAL_CREDENTIALS["aws_access_key_id"],
+                           "AWS_SECRET_ACCESS_KEY": sam_template.LOCAL_CREDENTIALS["aws_secret_access_key"],
+                           "AWS_SESSION_TOKEN": ""}
 
 
 def local_services(path: pathlib.Path, template: dict[str, Any], url: str, region: str,
@@ -502,8 +503,7 @@ def local_services(path: pathlib.Path, template: dict[str, Any], url: str, regio
         from . import states
 
         keys = ({"aws_access_key_id": credentials.access_key, "aws_secret_access_key": credentials.secret_key,
-                 "aws_session_token": credentials.token} if credentials else
-                {"aws_access_key_id": "local", "aws_secret_access_key": "local"})
+                 "aws_session_token": credentials.token} if credentials else sam_template.LOCAL_CREDENTIALS)
         session = boto3.session.Session(region_name=region, **keys)
         config = Config(retries={"max_attempts": 1}, connect_timeout=10, read_timeout=900)
         return states.Services(states.direct_invoke(invoke()), session.client("s3", endpoint_url=url, config=config),

@@ -41,6 +41,8 @@ import uuid
 from collections.abc import Callable, Iterator
 from typing import IO, Any, NamedTuple
 
+from .template import ACCOUNT, LOCAL_REGION
+
 LAMBDA_INVOKE = "arn:aws:states:::lambda:invoke"
 S3_GET_OBJECT = "arn:aws:states:::s3:getObject"
 S3_PUT_OBJECT = "arn:aws:states:::s3:putObject"
@@ -673,8 +675,8 @@ class Batch(NamedTuple):
 class StateMachine:
     """One state machine definition, checked, run on ``services`` in ``region`` of ``account``."""
 
-    def __init__(self, definition: dict[str, Any], name: str, services: Services, region: str = "us-east-1",
-                 account: str = "123456789012") -> None:
+    def __init__(self, definition: dict[str, Any], name: str, services: Services, region: str = LOCAL_REGION,
+                 account: str = ACCOUNT) -> None:
         check_machine(definition)
         self.definition, self.name, self.services = definition, name, services
         self.region, self.account = region, account

@@ -26,6 +26,8 @@ API_GATEWAY_PAYLOAD_LIMIT = 10 * 1024 * 1024  # bytes of request body API Gatewa
 TEMPLATE_LIMIT = 1024 * 1024  # bytes of a template (CloudFormation's largest, uploaded to S3)
 DEFINITION_LIMIT = 1024 * 1024  # bytes of a state machine definition (Step Functions' quota)
 ACCOUNT = "123456789012"  # the account local functions belong to (every ARN the emulator writes)
+LOCAL_REGION = "us-east-1"  # where the local functions and state machines live unless --region says otherwise
+LOCAL_CREDENTIALS = {"aws_access_key_id": "local", "aws_secret_access_key": "local"}  # placeholders for loopback
 
 
 class TemplateError(Exception):
@@ -181,7 +183,8 @@ class LambdaContext:
         self.function_name = function_name
         self.function_version = "$LATEST"
         self.memory_limit_in_mb = memory_mb
-        self.invoked_function_arn = f"arn:aws:lambda:us-east-1:{ACCOUNT}:function:{function_name}"
+        region = os.environ.get("AWS_REGION") or LOCAL_REGION  # the function's, as Lambda sets it
+        self.invoked_function_arn = f"arn:aws:lambda:{region}:{ACCOUNT}:function:{function_name}"
         self.aws_request_id = request_id or str(uuid.uuid4())
         self.log_group_name = f"/aws/lambda/{function_name}"
         self.log_stream_name = "local"
