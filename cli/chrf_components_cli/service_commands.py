@@ -86,7 +86,6 @@ def invoke_target(args: argparse.Namespace) -> tuple[str, str]:
 
 def command_invoke(args: argparse.Namespace) -> int:
     need_aws_extra("invoke", ("aws_lambda_powertools", "yaml"))
-    import contextlib
 
     from chrf_components_local import template as sam_template
     from chrf_components_local.runtime import invoke_once
@@ -109,14 +108,13 @@ def command_invoke(args: argparse.Namespace) -> int:
         raise CommandError(f"{event_file}: cannot read ({error.strerror or error})") from None
     except ValueError as error:
         raise CommandError(f"{event_file}: not a JSON event ({error})") from None
-    # Like `sam local invoke`: the function's logs and metrics go to stderr, the response alone to stdout, as the
-    # runtime serialises it (the same marshalling as serve's).
-    with contextlib.redirect_stdout(sys.stderr):
-        try:
-            payload, _ = invoke_once(template, function, body)
-        except sam_template.TemplateError as error:
-            raise CommandError(str(error)) from None
-    print(payload)
+    # Like `sam local invoke`: the function runs in an execution environment of its own (serve's runtime), its logs
+    # and metrics on stderr, the response alone on stdout, as the runtime serialises it.
+    try:
+        invocation = invoke_once(template, function, body)
+    except sam_template.TemplateError as error:
+        raise CommandError(str(error)) from None
+    print(invocation.payload)
     return 0
 
 

@@ -41,6 +41,7 @@ from . import template as sam_template
 from .answers import function_error
 
 TAIL_BYTES = 4096  # Lambda returns the last 4 KB of an invocation's log
+TO_STDERR = "-"  # a worker's log: its output (stdout too) on standard error, as `invoke` wants it
 RESPONSE_LIMIT = 6 * 1024 * 1024 + 100  # bytes of response Lambda returns (6291556, as its error says)
 EVENT_QUEUE_BYTES = 64 * 1024 * 1024  # payload bytes waiting per function before Event invocations are throttled
 EVENT_QUEUE_EVENTS = 1024  # Event invocations waiting per function, likewise
@@ -115,27 +116,25 @@ def function_environment(template: pathlib.Path, logical_id: str,
     return config
 
 
-def invoke_once(template: pathlib.Path, logical_id: str, body: bytes) -> tuple[str, bool]:
-    """One invocation in this process, run as an execution environment runs it (the template's environment
-    variables, the handler loaded as Lambda loads it, run_invocation's marshalling): what `chrf-components invoke`
-    prints, the same bytes `serve` answers but for the requestId. The environment is restored afterwards."""
-    saved = dict(os.environ)
-    config = function_environment(template, logical_id)
+def invoke_once(template: pathlib.Path, logical_id: str, body: bytes) -> Invocation:
+    """One invocation in an execution environment of its own, as `serve` runs every invocation (and as `sam local
+    invoke` runs one in a container of its own): the template's environment and Timeout, Lambda's response limit,
+    the START, END and REPORT lines, the function's output on this process's standard error. What `chrf-components
+    invoke` prints: the same bytes `serve` answers but for the requestId."""
+    runtime = Runtime(template, logical_id, 1, log=TO_STDERR)
     try:
-        handler = sam_template.load_handler(logical_id, template)
-        request_id = str(uuid.uuid4())
-        context = sam_template.LambdaContext(logical_id, config.memory_mb, config.timeout, request_id)
-        return run_invocation(handler, body, context, request_id)
+        return runtime.invoke(body)
     finally:
-        os.environ.clear()
-        os.environ.update(saved)
+        runtime.close()
 
 
 def _environment(template: str, logical_id: str, parent: int, connection: Any, overrides: dict[str, str],
                  log: str | None) -> None:
     """A worker process: load the function, then answer invocations until the connection closes."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    if log is not None:  # the function's output to a log file instead of stderr (sam local --log-file)
+    if log == TO_STDERR:  # the function's output on stderr, standard output left to the caller's answer
+        os.dup2(2, 1)
+    elif log is not None:  # the function's output to a log file instead of stderr (sam local --log-file)
         descriptor = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         os.dup2(descriptor, 1)
         os.dup2(descriptor, 2)

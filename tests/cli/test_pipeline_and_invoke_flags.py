@@ -246,3 +246,16 @@ def test_serve_workers_past_the_documented_cap_is_one_line_before_anything_start
     assert (done.returncode, done.stdout) == (2, "") and time.monotonic() - started < 20
     assert done.stderr == (f"chrf-components serve: error: --workers must be from 1 to 32 (each is a process), "
                            f"got {workers}\n")
+
+
+def test_invoke_runs_the_function_as_serve_does_with_its_report_lines_on_stderr(tmp_path):
+    """Issue 56: `invoke` ran the handler in the command's own process (no Timeout, no response limit, no START /
+    END / REPORT lines); it now runs it in an execution environment of its own, serve's runtime, as `sam local
+    invoke` runs one container: the answer alone on stdout, equal to the event's expected file."""
+    done = subprocess.run([str(CLI), "invoke", "-e", str(ROOT / "events" / "http-v2-valid.json"), "--template",
+                           str(ROOT / "template.yaml")], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == json.loads((ROOT / "events" / "http-v2-valid.expected.json").read_text())
+    lines = done.stderr.splitlines()
+    assert lines[0].startswith("START RequestId: ") and any(line.startswith("END RequestId: ") for line in lines)
+    assert any(line.startswith("REPORT RequestId: ") and "Duration: " in line for line in lines)
