@@ -6,7 +6,8 @@ import importlib
 
 from support import ROOT
 
-from chrf_components_local.template import LambdaContext, invoke  # the emulator's: one context, one error payload
+from chrf_components_local.answers import function_error  # the emulator's: one error payload
+from chrf_components_local.template import LambdaContext  # and one context
 
 LAYER = ROOT / "layers" / "chrf_core"
 CODE = ROOT / "functions" / "chrf_components"
@@ -20,6 +21,14 @@ def load(name="ChrfComponentsFunction"):
     module = importlib.import_module(module_name)
     assert CODE in __import__("pathlib").Path(module.__file__).resolve().parents, module.__file__
     return getattr(module, attribute)
+
+
+def invoke(handler, event, context=None):
+    """Call the handler in this process; an exception becomes Lambda's error payload instead of escaping."""
+    try:
+        return handler(event, context or LambdaContext())
+    except Exception as error:
+        return function_error(type(error).__name__, str(error))
 
 
 __all__ = ["CODE", "HANDLERS", "LAYER", "LambdaContext", "invoke", "load"]

@@ -18,8 +18,6 @@ import time
 import uuid
 from typing import Any, NamedTuple
 
-from .answers import function_error
-
 DEFAULT_FUNCTION = "ChrfComponentsFunction"
 TEMPLATE_NAME = "template.yaml"
 API_GATEWAY_PAYLOAD_LIMIT = 10 * 1024 * 1024  # bytes of request body API Gateway accepts
@@ -196,10 +194,3 @@ class LambdaContext:
     def get_remaining_time_in_millis(self) -> int:
         return max(0, int((self._deadline - time.monotonic()) * 1000))
 
-
-def invoke(handler: Any, event: Any, context: LambdaContext | None = None) -> Any:
-    """Call the handler; an exception becomes Lambda's error payload instead of escaping."""
-    try:
-        return handler(event, context or LambdaContext())
-    except Exception as error:
-        return function_error(type(error).__name__, str(error))

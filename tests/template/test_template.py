@@ -124,11 +124,15 @@ def test_sam_build_artifact_imports_and_answers_like_the_source(event_name):
     assert (layer_dir / "chrf_core" / "__init__.py").exists(), "layer must land at /opt/python/chrf_core"
     event_path = ROOT / "events" / f"{event_name}.json"
     script = (
-        "import json, sys; sys.path[:0] = [sys.argv[1], sys.argv[2], sys.argv[3]];"
-        "from chrf_components_local.template import invoke;"
-        "import app, chrf_core;"
-        "assert app.__file__.startswith(sys.argv[1]) and chrf_core.__file__.startswith(sys.argv[2]);"
-        "result = invoke(app.lambda_handler, json.load(open(sys.argv[4], encoding='utf-8')));"
+        "import json, sys; sys.path[:0] = [sys.argv[1], sys.argv[2], sys.argv[3]]\n"
+        "from chrf_components_local.answers import function_error\n"
+        "from chrf_components_local.template import LambdaContext\n"
+        "import app, chrf_core\n"
+        "assert app.__file__.startswith(sys.argv[1]) and chrf_core.__file__.startswith(sys.argv[2])\n"
+        "try:\n"
+        "    result = app.lambda_handler(json.load(open(sys.argv[4], encoding='utf-8')), LambdaContext())\n"
+        "except Exception as error:\n"
+        "    result = function_error(type(error).__name__, str(error))\n"
         "print('RESULT ' + json.dumps(result))"
     )
     env = {"PATH": os.environ.get("PATH", ""), "POWERTOOLS_METRICS_DISABLED": "true", "AWS_REGION": "us-east-1"}
