@@ -12,7 +12,8 @@ ARM64_PYTHON := .cache/arm64-python
 # the ones the arm64 kernel is compiled against (pinned, so the layer is byte-identical from build to build).
 PY313_DIR := $(shell d=$$(ls -d $${PYENV_ROOT:-$$HOME/.pyenv}/versions/3.13*/bin 2>/dev/null | tail -n 1); \
 	[ -n "$$d" ] && echo "$$d" || dirname "$$(command -v python3.13 2>/dev/null || echo /nonexistent/python3.13)")
-KERNEL_SOURCES := $(wildcard layers/chrf_core/native/*.c layers/chrf_core/native/*.h)
+KERNEL_SOURCES := $(wildcard layers/chrf_core/native/*.c layers/chrf_core/native/*.h) layers/chrf_core/native/cflags
+KERNEL_CFLAGS := $(shell grep -v '^\#' layers/chrf_core/native/cflags)  # the kernel's one list of compile flags
 HOST_KERNEL := layers/chrf_core/chrf_core/_kernel.abi3.so
 export AWS_DEFAULT_REGION ?= us-east-1
 export AWS_REGION ?= $(AWS_DEFAULT_REGION)
@@ -34,7 +35,7 @@ $(VENV)/.installed: requirements.txt pyproject.toml setup.py
 kernel: $(VENV)/.installed
 	@if [ ! -f $(HOST_KERNEL) ] || [ -n "$$(find $(KERNEL_SOURCES) -newer $(HOST_KERNEL))" ]; then \
 		echo "== make kernel: compiling the native kernel (C99) for this machine =="; \
-		$(BIN)/python setup.py -q build_ext --inplace 2>&1 | grep -v -e '^running' -e '^copying' || true; fi
+		CHRF_WERROR=1 $(BIN)/python setup.py -q build_ext --inplace 2>&1 | grep -v -e '^running' -e '^copying' || true; fi
 
 # mbrs (the MBR toolkit; PyTorch's CPU build, about 1.6 GB) in its own environment, for the tests of the chrf_core
 # metric backend through mbrs-decode. A failed install is reported and leaves no environment: its tests then say so.
@@ -165,7 +166,7 @@ dist: setup-dev setup-sam
 		echo "== make dist: the $$arch wheel (the kernel cross-compiled by Zig; about 20 s) =="; \
 		cc="$(abspath $(SAM_VENV))/bin/python -m ziglang cc -target $$arch-linux-gnu.2.17"; \
 		(cd "$$work"/source/* && rm -rf build && CC="$$cc" LDSHARED="$$cc -shared -s -Wl,--build-id=none" CFLAGS="-g0" \
-			CHRF_REQUIRE_NATIVE=1 $(abspath $(BIN))/python -m build -q --no-isolation --wheel \
+			CHRF_REQUIRE_NATIVE=1 CHRF_WERROR=1 $(abspath $(BIN))/python -m build -q --no-isolation --wheel \
 			--outdir $(abspath $(DIST)) -C--build-option=--plat-name=manylinux_2_17_$$arch . >"$$log" 2>&1) \
 			|| { cat "$$log"; echo "make dist: the $$arch wheel did not build (its log is above)"; exit 1; }; \
 	done
@@ -227,13 +228,13 @@ bench-counts: setup-dev
 # The native kernel under AddressSanitizer and UndefinedBehaviorSanitizer, then ThreadSanitizer (after changing native/).
 sanitize: setup-dev
 	@rm -rf .cache/sanitize && mkdir -p .cache/sanitize/chrf_core && cp layers/chrf_core/chrf_core/*.py .cache/sanitize/chrf_core/
-	gcc -std=c99 -O1 -ffp-contract=off -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined \
-		-fPIC -shared -pthread -DPy_LIMITED_API=0x030B0000 -I"$$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_paths()["include"])')" \
+	gcc $(KERNEL_CFLAGS) -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined \
+		-fPIC -shared -I"$$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_paths()["include"])')" \
 		$(filter %.c,$(KERNEL_SOURCES)) -o .cache/sanitize/chrf_core/_kernel.abi3.so
 	LD_PRELOAD="$$(gcc -print-file-name=libasan.so)" ASAN_OPTIONS=detect_leaks=0:max_malloc_fill_size=1073741824 \
 		$(BIN)/python tests/native/sanitize.py .cache/sanitize
 	@rm -rf .cache/sanitize-threads && mkdir -p .cache/sanitize-threads/chrf_core && cp layers/chrf_core/chrf_core/*.py .cache/sanitize-threads/chrf_core/
-	gcc -std=c99 -O1 -ffp-contract=off -g -fno-omit-frame-pointer -fsanitize=thread -fPIC -shared -pthread -DPy_LIMITED_API=0x030B0000 \
+	gcc $(KERNEL_CFLAGS) -O1 -g -fno-omit-frame-pointer -fsanitize=thread -fPIC -shared \
 		-I"$$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_paths()["include"])')" \
 		$(filter %.c,$(KERNEL_SOURCES)) -o .cache/sanitize-threads/chrf_core/_kernel.abi3.so
 	LD_PRELOAD="$$(gcc -print-file-name=libtsan.so)" $(BIN)/python tests/native/sanitize_threads.py .cache/sanitize-threads

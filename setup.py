@@ -21,6 +21,17 @@ from setuptools.command.sdist import sdist
 NATIVE = "layers/chrf_core/native"
 
 
+def compile_flags() -> tuple[list[str], tuple[str, str]]:
+    """The kernel's compile flags from their one list (native/cflags), its Limited API macro apart."""
+    with open(f"{NATIVE}/cflags", encoding="utf-8") as listed:
+        flags = [line.strip() for line in listed if line.strip() and not line.startswith("#")]
+    (limited,) = [flag for flag in flags if flag.startswith("-DPy_LIMITED_API=")]
+    return [flag for flag in flags if flag != limited], ("Py_LIMITED_API", limited.partition("=")[2])
+
+
+COMPILE_FLAGS, LIMITED_API = compile_flags()
+
+
 class BuildExtension(build_ext):
     """Compiles against headers every compiler can use: on Debian and Ubuntu, Python's pyconfig.h only wraps the
     real one in a multiarch folder that cross compilers (Zig) do not search, so the headers are staged with the real
@@ -70,9 +81,9 @@ setup(
             "chrf_core._kernel",
             sources=sorted(glob.glob(f"{NATIVE}/*.c")),
             depends=sorted(glob.glob(f"{NATIVE}/*.h")),
-            define_macros=[("Py_LIMITED_API", "0x030B0000")],
+            define_macros=[LIMITED_API],
             py_limited_api=True,
-            extra_compile_args=["-std=c99", "-O2", "-ffp-contract=off", "-Wall", "-Wextra", "-pthread"],
+            extra_compile_args=[*COMPILE_FLAGS, "-O2", *(["-Werror"] if os.environ.get("CHRF_WERROR") == "1" else [])],
             extra_link_args=["-pthread"],
             optional=os.environ.get("CHRF_REQUIRE_NATIVE") != "1",
         )

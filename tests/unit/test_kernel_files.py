@@ -123,3 +123,19 @@ def test_the_readme_layout_lists_the_files_in_the_reading_order():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     listed = readme[readme.index("native/ (C, in kernel.h's reading order"):readme.index("its Makefile builds it")]
     assert re.findall(r"\b\w+\.[ch]\b", listed.replace("kernel.h's", "")) == reading_order()
+
+
+def test_every_build_of_the_kernel_reads_its_one_list_of_compile_flags():
+    """Issue 56: the flags were written in four places and only the layer's build had -Werror, so a warning passed
+    on the host and broke `sam build`. Now native/cflags is the one list: setup.py (host kernel, wheels), the
+    layer's Makefile and the sanitize builds read it, none writes its own -std or warning flags, and every build this
+    project makes adds -Werror."""
+    files = {name: (ROOT / name).read_text(encoding="utf-8") for name in
+             ("setup.py", "layers/chrf_core/Makefile", "Makefile")}
+    assert "native/cflags" in files["setup.py"] and "native/cflags" in files["layers/chrf_core/Makefile"]
+    assert "$(KERNEL_CFLAGS)" in files["Makefile"] and "layers/chrf_core/native/cflags" in files["Makefile"]
+    for name, text in files.items():
+        for flag in ("-std=c99", "-Wall", "-Wextra", "-ffp-contract=off", "-DPy_LIMITED_API=0x"):
+            assert flag not in text, f"{name} writes {flag} itself"
+    assert "-Werror" in files["layers/chrf_core/Makefile"]
+    assert files["Makefile"].count("CHRF_WERROR=1") == 2  # make kernel and make dist's wheels
