@@ -103,6 +103,9 @@ class Kernel:
         references' n-grams, matches."""
         raise NotImplementedError
 
+    def cancel(self) -> None:
+        """Stop the MBR calls running on other threads now (a threaded kernel's; the others have none)."""
+
     def weighted_aggregate(self, hypotheses: Sequence[str], references: Sequence[str], settings: Settings,
                            exact: ExactScore, threads: int, weights: Sequence[int]) -> numpy.ndarray:
         """:meth:`aggregate`'s scores with reference j counted ``weights[j]`` times (integers, their sum R)."""
@@ -161,6 +164,11 @@ class NativeKernel(Kernel):
     def __init__(self, module: Any) -> None:
         super().__init__(module.count, module.count_systems)
         self.module = module
+
+    def cancel(self) -> None:
+        """Every pairwise and aggregate call running now, on any thread, raises KeyboardInterrupt within a chunk of
+        rows."""
+        self.module.cancel()
 
     def _scoring(self, settings: Settings, tolerance_bits: int) -> tuple[Any, ...]:
         return (settings.char_order, settings.word_order, settings.include_whitespace, settings.beta,

@@ -173,9 +173,15 @@ def batch(score_set: Callable[[list[str], list[str], int], Result], hypothesis_s
     size = -(-len(sets) // (BLOCKS_PER_THREAD * threads))
     blocks = [sets[start:start + size] for start in range(0, len(sets), size)]
     with ThreadPoolExecutor(max_workers=min(threads, len(blocks))) as pool:
-        done = pool.map(lambda block: [score_set(hypotheses, references, 1) for hypotheses, references in block],
-                        blocks)
-        return [result for block in done for result in block]
+        futures = [pool.submit(lambda block: [score_set(hypotheses, references, 1) for hypotheses, references in block],
+                               block) for block in blocks]
+        try:
+            return [result for future in futures for result in future.result()]
+        except BaseException:  # Ctrl-C (seen by this thread alone): the other threads' calls stop too, at once
+            for future in futures:
+                future.cancel()
+            chosen().cancel()
+            raise
 
 
 MIN_POINTS_PER_SET = 1000  # code points a set needs on average before the sets go to threads (measured: 10^5 sets of

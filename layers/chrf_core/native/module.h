@@ -18,8 +18,9 @@ static inline int signalled(void *context) {
     return PyErr_CheckSignals() < 0;
 }
 
-extern const char pairwise_doc[], aggregate_doc[];
+extern const char pairwise_doc[], aggregate_doc[], cancel_doc[];
 PyObject *pairwise(PyObject *module, PyObject *args);
 PyObject *aggregate(PyObject *module, PyObject *args);
+PyObject *cancel(PyObject *module, PyObject *unused);
 
 #endif

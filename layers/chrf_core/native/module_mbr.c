@@ -56,13 +56,39 @@ static int load_texts(PyObject *sides[2], Py_ssize_t counts[2], uint32_t **point
     return 0;
 }
 
-/* While pairwise runs without the GIL: take it back for a moment to see whether Ctrl-C was pressed. */
+/* Calls cancelled so far (cancel()): read and changed with the GIL held only. */
+static unsigned long cancellations;
+
+/* One MBR call without the GIL: its thread state meanwhile, and the cancellations when it began. */
+typedef struct {
+    PyThreadState *state;
+    unsigned long began;
+} Released;
+
+/* While pairwise runs without the GIL: take it back for a moment to see whether Ctrl-C was pressed (the main thread
+   alone sees signals) or the call was cancelled (any thread: a batch's other threads, when Ctrl-C stopped it). */
 static int pause_for_signals(void *context) {
-    PyThreadState **state = context;
-    PyEval_RestoreThread(*state);
+    Released *released = context;
+    PyEval_RestoreThread(released->state);
     int stop = PyErr_CheckSignals() < 0;
-    *state = PyEval_SaveThread();
+    if (!stop && released->began != cancellations) {
+        PyErr_SetNone(PyExc_KeyboardInterrupt);
+        stop = 1;
+    }
+    released->state = PyEval_SaveThread();
     return stop;
+}
+
+const char cancel_doc[] =
+    "cancel()\n--\n\n"
+    "Stop every pairwise and aggregate call running now, on any thread, within a chunk of rows: each raises\n"
+    "KeyboardInterrupt (a batch spread over threads calls it when Ctrl-C stops the calling thread).";
+
+PyObject *cancel(PyObject *module, PyObject *unused) {
+    (void)module;
+    (void)unused;
+    cancellations++;
+    Py_RETURN_NONE;
 }
 
 /* The arguments both MBR functions share: the texts, the settings, the threads and the output buffer(s). */
@@ -120,7 +146,7 @@ static PyObject *flagged_list(const Flagged *flagged) {
 
 /* Load the texts, run `score` without the GIL (Ctrl-C looked for between chunks of rows), and return the indices it
    flagged; NULL with an exception set. */
-static PyObject *scored(MbrCall *call, int (*score)(const Texts *, const MbrCall *, Flagged *, PyThreadState **)) {
+static PyObject *scored(MbrCall *call, int (*score)(const Texts *, const MbrCall *, Flagged *, Released *)) {
     PyObject *result = NULL;
     uint32_t *points = NULL;
     size_t *start = NULL;
@@ -129,9 +155,10 @@ static PyObject *scored(MbrCall *call, int (*score)(const Texts *, const MbrCall
     Py_ssize_t loaded[2] = {call->counts[0], same ? 0 : call->counts[1]};
     if (load_texts(call->sides, loaded, &points, &start) == 0) {
         Texts texts = {points, start, (size_t)call->counts[0], (size_t)call->counts[1], same};
-        PyThreadState *state = PyEval_SaveThread();
-        int status = score(&texts, call, &flagged, &state);
-        PyEval_RestoreThread(state);
+        Released released = {NULL, cancellations};
+        released.state = PyEval_SaveThread();
+        int status = score(&texts, call, &flagged, &released);
+        PyEval_RestoreThread(released.state);
         if (status == 0) result = flagged_list(&flagged);
         else if (status < 0) PyErr_NoMemory(); /* else the signal handler's exception is set */
     }
@@ -141,13 +168,13 @@ static PyObject *scored(MbrCall *call, int (*score)(const Texts *, const MbrCall
     return result;
 }
 
-static int run_pairwise(const Texts *texts, const MbrCall *call, Flagged *flagged, PyThreadState **state) {
-    return pairwise_scores(texts, &call->scoring, call->threads, call->scores, flagged, pause_for_signals, state);
+static int run_pairwise(const Texts *texts, const MbrCall *call, Flagged *flagged, Released *released) {
+    return pairwise_scores(texts, &call->scoring, call->threads, call->scores, flagged, pause_for_signals, released);
 }
 
-static int run_aggregate(const Texts *texts, const MbrCall *call, Flagged *flagged, PyThreadState **state) {
+static int run_aggregate(const Texts *texts, const MbrCall *call, Flagged *flagged, Released *released) {
     return aggregate_scores(texts, &call->scoring, call->weights, call->threads, call->scores, call->counts_out,
-                            flagged, pause_for_signals, state);
+                            flagged, pause_for_signals, released);
 }
 
 const char pairwise_doc[] =
