@@ -129,6 +129,8 @@ def aggregate(settings: Settings, hypotheses: list[str], references: list[str], 
     check_flag("exact", exact)
     scale = integer_weights(weights, len(references))
     score = partial(exact_score, settings)
+    if scale is not None and len(set(scale)) == 1:  # equal weights: the same averages as none, exactly
+        scale = None
     if scale is not None:
         if exact:
             return [score(orders) for orders in weighted_counts(hypotheses, references, settings, scale)]
