@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import pathlib
 import re
@@ -179,6 +180,7 @@ class LocalStack:
         from .server import make_server
 
         self._stops.append(local_environment())  # first: the server, its clients and workers start without them
+        logging.getLogger("waitress").setLevel(logging.CRITICAL)  # the command says what goes wrong, in one line
         self.server = make_server("127.0.0.1", 0, self.template_path, self.workers, region=REGION, warm=(),
                                   log=self.log or os.devnull)
         thread = threading.Thread(target=self.server.serve_forever, daemon=True)

@@ -225,7 +225,11 @@ def read_body(environ: dict[str, Any]) -> bytes:
 def stop_waitress(server: Any) -> None:
     """Stop a waitress server running in another thread: its task threads first (a task ending wakes the server's
     loop through its trigger, which must still be open: closed first, that was an ``OSError: [Errno 9]`` traceback
-    in about one stop of eight), then its listening socket and every connection."""
+    in about one stop of eight), then its listening socket and every connection. A client gone while its answer was
+    written is what stopping means: waitress's report of it (a traceback) is not shown."""
+    import logging
+
+    logging.getLogger("waitress").setLevel(logging.CRITICAL)
     server.task_dispatcher.shutdown()
     while server._map:
         for channel in list(server._map.values()):
