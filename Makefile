@@ -13,7 +13,7 @@ ARM64_PYTHON := .cache/arm64-python
 PY313_DIR := $(shell d=$$(ls -d $${PYENV_ROOT:-$$HOME/.pyenv}/versions/3.13*/bin 2>/dev/null | tail -n 1); \
 	[ -n "$$d" ] && echo "$$d" || dirname "$$(command -v python3.13 2>/dev/null || echo /nonexistent/python3.13)")
 KERNEL_SOURCES := $(wildcard layers/chrf_core/native/*.c layers/chrf_core/native/*.h) layers/chrf_core/native/cflags
-KERNEL_CFLAGS := $(shell grep -v '^\#' layers/chrf_core/native/cflags)  # the kernel's one list of compile flags
+KERNEL_CFLAGS = $(shell grep -v '^\#' layers/chrf_core/native/cflags)  # the kernel's one list of compile flags
 HOST_KERNEL := layers/chrf_core/chrf_core/_kernel.abi3.so
 export AWS_DEFAULT_REGION ?= us-east-1
 export AWS_REGION ?= $(AWS_DEFAULT_REGION)
