@@ -367,23 +367,20 @@ class LocalServer:
         self.waitress.run()
 
     def stop_answering(self) -> None:
-        """Stop as SIGTERM asks (from a thread other than the server's loop): no new connection is accepted, the
-        functions are stopped (an invocation in flight, and every one still queued, is answered at once with
-        Lambda's error), the answers are written out (at most DRAIN_SECONDS), then the server stops. So every
-        request that arrived gets an answer."""
-        from waitress import wasyncore
-
-        with contextlib.suppress(OSError):
-            wasyncore.dispatcher.close(self.waitress)  # the listening socket alone (its trigger stays open)
+        """Stop as SIGTERM asks (from a thread other than the server's loop): the functions are stopped (an
+        invocation in flight, every one still queued and any that still arrives is answered at once with Lambda's
+        error), the answers are written out, and once nothing is queued, being read or left to write (at most
+        DRAIN_SECONDS), the server stops. So every request that reached it gets an answer, those still in the
+        listen backlog too."""
         self.server_close()
         deadline = time.monotonic() + DRAIN_SECONDS
         queues = self.waitress.task_dispatcher.queues.values()
-        while time.monotonic() < deadline:
-            waiting = any(queue.queue or queue.active_count for queue in queues)
-            unsent = any(getattr(channel, "total_outbufs_len", 0) or getattr(channel, "requests", None)
-                         for channel in list(self.waitress._map.values()))
-            if not waiting and not unsent:
-                break
+        quiet = 0
+        while time.monotonic() < deadline and quiet < 3:
+            busy = any(queue.queue or queue.active_count for queue in queues) or any(
+                getattr(channel, "total_outbufs_len", 0) or getattr(channel, "requests", None)
+                or getattr(channel, "request", None) is not None for channel in list(self.waitress._map.values()))
+            quiet = 0 if busy else quiet + 1
             time.sleep(0.02)
         stop_waitress(self.waitress)
 

@@ -137,6 +137,7 @@ def test_sigterm_answers_every_request_already_received_before_the_server_exits(
 
     import boto3
     from botocore.config import Config
+    from botocore.exceptions import EndpointConnectionError
 
     rng = random.Random(1)
     words = [" ".join("".join(rng.choice("abcdefghij") for _ in range(rng.randint(1, 8))) for _ in range(6000))[:30000]
@@ -145,7 +146,8 @@ def test_sigterm_answers_every_request_already_received_before_the_server_exits(
     with serving_process(tmp_path / "stderr", "--workers", "1") as (process, port):
         client = boto3.client("lambda", endpoint_url=f"http://127.0.0.1:{port}", region_name="us-east-1",
                               aws_access_key_id="x", aws_secret_access_key="y",
-                              config=Config(retries={"max_attempts": 1}, read_timeout=60, max_pool_connections=220))
+                              config=Config(retries={"mode": "standard", "max_attempts": 1}, read_timeout=60,
+                                            max_pool_connections=220))  # one try: a dropped request shows
         outcomes = []
 
         def call():
@@ -153,7 +155,9 @@ def test_sigterm_answers_every_request_already_received_before_the_server_exits(
                 response = client.invoke(FunctionName="ChrfComponentsFunction", Payload=heavy)
                 response["Payload"].read()
                 outcomes.append(response.get("FunctionError", "answered"))
-            except Exception as error:  # no answer: what must not happen
+            except EndpointConnectionError:  # refused: not received (the server had stopped accepting)
+                outcomes.append("not received")
+            except Exception as error:  # received, and no answer: what must not happen
                 outcomes.append(f"no answer: {type(error).__name__}")
 
         threads = [threading.Thread(target=call) for _ in range(200)]
@@ -165,5 +169,6 @@ def test_sigterm_answers_every_request_already_received_before_the_server_exits(
         for thread in threads:
             thread.join(60)
         process.wait(15)
-    assert len(outcomes) == 200 and not [outcome for outcome in outcomes if outcome.startswith("no answer")], outcomes
+    dropped = [outcome for outcome in outcomes if outcome.startswith("no answer")]
+    assert len(outcomes) == 200 and outcomes.count("not received") < 100 and not dropped, outcomes
     assert "answered" in outcomes and "Unhandled" in outcomes  # the queued ones: Lambda's error, not silence
