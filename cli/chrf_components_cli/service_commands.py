@@ -7,7 +7,6 @@ import argparse
 import json
 import os
 import sys
-from pathlib import Path
 
 import chrf_core
 
@@ -24,27 +23,34 @@ from .common import (
 )
 
 
-def read_bounded(name: str, limit: int) -> bytes:
-    """A file or standard input, refused if larger than ``limit`` bytes (read no further than that)."""
+def read_bounded(name: str, limit: int, regular_only: bool = False, which: str = "") -> bytes:
+    """A file (the emulator's bounded read; ``regular_only``: no FIFO or device) or standard input, refused in one
+    line if larger than ``limit`` bytes (``which`` limit, said after it), read no further than that."""
+    from chrf_components_local.template import TemplateError, TooLarge
+    from chrf_components_local.template import read_bounded as read_file
+
+    if name != "-":
+        try:
+            return read_file(name, limit, regular_only)  # the name as typed, in any message
+        except TooLarge as error:
+            raise CommandError(f"{error}{which}") from None
+        except TemplateError as error:
+            raise CommandError(str(error)) from None
+    if sys.stdin is None:
+        raise CommandError("-: standard input is closed")
     try:
-        if name == "-":
-            if sys.stdin is None:
-                raise CommandError("-: standard input is closed")
-            data = sys.stdin.buffer.read(limit + 1)
-        else:
-            with open(name, "rb") as file:
-                data = file.read(limit + 1)
+        data = sys.stdin.buffer.read(limit + 1)
     except OSError as error:
-        raise CommandError(f"{name}: cannot read ({error.strerror or error})") from None
+        raise CommandError(f"-: cannot read ({error.strerror or error})") from None
     if len(data) > limit:
-        raise CommandError(f"{name}: larger than {limit} bytes, the API's payload limit")
+        raise CommandError(f"-: larger than {limit} bytes{which}")
     return data
 
 
 def command_request(args: argparse.Namespace) -> int:
     from chrf_components_local.template import API_GATEWAY_PAYLOAD_LIMIT
 
-    raw = read_bounded(args.file, API_GATEWAY_PAYLOAD_LIMIT)
+    raw = read_bounded(args.file, API_GATEWAY_PAYLOAD_LIMIT, which=", the API's payload limit")
     if args.url or args.function:
         need_aws_extra("request --url/--function", ("boto3",))
         from . import remote
@@ -93,14 +99,7 @@ def command_invoke(args: argparse.Namespace) -> int:
     event_file, function = invoke_target(args)
     try:
         template = sam_template.find_template(args.template)
-        if event_file == "-":
-            if sys.stdin is None:
-                raise CommandError("-: standard input is closed")
-            body = sys.stdin.buffer.read(sam_template.API_GATEWAY_PAYLOAD_LIMIT + 1)
-        else:
-            body = sam_template.read_bounded(Path(event_file), sam_template.API_GATEWAY_PAYLOAD_LIMIT)
-        if len(body) > sam_template.API_GATEWAY_PAYLOAD_LIMIT:
-            raise CommandError(f"{event_file}: larger than {sam_template.API_GATEWAY_PAYLOAD_LIMIT} bytes")
+        body = read_bounded(event_file, sam_template.API_GATEWAY_PAYLOAD_LIMIT, regular_only=True)
         json.loads(body)
     except sam_template.TemplateError as error:
         raise CommandError(str(error)) from None

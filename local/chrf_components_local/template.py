@@ -45,21 +45,25 @@ def find_template(explicit: str | None = None) -> pathlib.Path:
     return path.resolve()
 
 
-def read_bounded(path: pathlib.Path, limit: int) -> bytes:
-    """A file the emulator reads (a template, a definition, an event), refused in one line (TemplateError) when it
-    is not a regular file (a FIFO would hang, /dev/zero never end) or holds more than ``limit`` bytes; never more
-    than ``limit`` + 1 bytes are read."""
+class TooLarge(TemplateError):
+    """A file past the bound it is read with."""
+
+
+def read_bounded(path: pathlib.Path | str, limit: int, regular_only: bool = True) -> bytes:
+    """A file read with a bound, refused in one line (TemplateError; TooLarge past ``limit`` bytes); never more than
+    ``limit`` + 1 bytes are read. The files the emulator reads (a template, a definition, an event) must be regular
+    files (``regular_only``: a FIFO would hang, /dev/zero never end)."""
     import stat
 
     try:
-        if not stat.S_ISREG(os.stat(path).st_mode):
+        if regular_only and not stat.S_ISREG(os.stat(path).st_mode):
             raise TemplateError(f"{path}: not a regular file")
         with open(path, "rb") as file:
             data = file.read(limit + 1)
     except OSError as error:
         raise TemplateError(f"{path}: cannot read ({error.strerror or error})") from None
     if len(data) > limit:
-        raise TemplateError(f"{path}: larger than {limit} bytes")
+        raise TooLarge(f"{path}: larger than {limit} bytes")
     return data
 
 
