@@ -84,6 +84,32 @@ def sam_cli_environment(folder):
     return {"SAM_CLI_TELEMETRY": "0", "__SAM_CLI_APP_DIR": str(folder)}
 
 
+def project_copy(target):
+    """The project's tracked files (what a fresh clone holds), and its .venv-sam as make setup-sam made it."""
+    import shutil
+    import subprocess
+
+    listed = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
+    for name in filter(None, listed.decode().split("\0")):
+        (target / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / name, target / name)
+    (target / ".venv-sam").symlink_to(ROOT / ".venv-sam")
+
+
+FUNCTIONS_WHEELHOUSE = ROOT / ".cache" / "wheelhouse-functions"  # make wheelhouse: what sam build installs, offline
+
+
+def sam_build_environment(home):
+    """What `sam build` as a user types it needs here: this .venv/bin first on PATH (where make setup-sam puts
+    `sam`), pip's index replaced by the wheelhouse make wheelhouse filled (the same packages, no network), and
+    the SAM CLI's settings in ``home`` (no version check against PyPI)."""
+    import sys
+
+    bin_folder = pathlib.Path(sys.executable).parent
+    return {"HOME": str(home), "PATH": f"{bin_folder}{os.pathsep}/usr/bin{os.pathsep}/bin", "LANG": "C.UTF-8",
+            "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(FUNCTIONS_WHEELHOUSE), **sam_cli_environment(home / "sam")}
+
+
 def documented_block(page, marker):
     """The commands of the ```sh block that follows ``marker`` in a documentation page (comments and blank lines
     left out): what a test runs where the page says it does."""

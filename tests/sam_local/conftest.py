@@ -53,26 +53,27 @@ def lambda_image(docker_host):
 
 
 @pytest.fixture(scope="session")
-def sam_template(tmp_path_factory):
+def sam_project(tmp_path_factory):
+    """A copy of the project built for x86_64 as docs/deploy-and-pipelines.md shows it."""
     try:
-        return harness.x86_64_template(tmp_path_factory.mktemp("sam"))
+        return harness.x86_64_build(tmp_path_factory.mktemp("sam"))
     except harness.Unavailable as missing:
         (pytest.fail if REQUIRED else pytest.skip)(f"SAM CLI tests: {missing}")
 
 
 @pytest.fixture(scope="session")
-def sam_lambda(docker_host, lambda_image, sam_template, tmp_path_factory):
+def sam_lambda(docker_host, lambda_image, sam_project, tmp_path_factory):
     """One warm `sam local start-lambda`: its endpoint."""
     log = tmp_path_factory.mktemp("logs") / "start-lambda.log"
-    with harness.sam_server("start-lambda", sam_template, lambda_image, docker_host, log) as port:
+    with harness.sam_server("start-lambda", sam_project, lambda_image, docker_host, log) as port:
         yield f"http://127.0.0.1:{port}"
 
 
 @pytest.fixture(scope="session")
-def sam_api(docker_host, lambda_image, sam_template, tmp_path_factory):
+def sam_api(docker_host, lambda_image, sam_project, tmp_path_factory):
     """One warm `sam local start-api`: its base URL."""
     log = tmp_path_factory.mktemp("logs") / "start-api.log"
-    with harness.sam_server("start-api", sam_template, lambda_image, docker_host, log) as port:
+    with harness.sam_server("start-api", sam_project, lambda_image, docker_host, log) as port:
         yield f"http://127.0.0.1:{port}"
 
 

@@ -1,6 +1,6 @@
 """What `make sam-local` needs around the real SAM CLI: a container engine, the python3.13 Lambda image built
-offline, an x86_64 copy of the built template, and SAM's local servers, each stopped by its PID, with every container
-SAM started removed, whatever the tests did.
+offline, the project built for x86_64 as the docs show it, and SAM's local servers, each stopped by its PID, with
+every container SAM started removed, whatever the tests did.
 
 * The engine: the one DOCKER_HOST (or the default socket) names when it answers; else, as root, Debian's dockerd
   (found in /usr/sbin and /sbin too, where a user's PATH may not look) started here with its own folders,
@@ -13,8 +13,9 @@ SAM started removed, whatever the tests did.
 * The image (tests/sam_local/image/): a Debian trixie root filesystem from Debian's archive (mmdebstrap), awslambdaric
   and boto3 (which AWS's runtime ships) from PyPI, the runtime interface emulator shipped in the aws-sam-cli package.
   Tagged by a hash of its recipe, so it is built again only when the recipe changes.
-* The template: .aws-sam/build (make build) with x86_64 for arm64 and the layer's kernel compiled for x86_64 (the
-  arm64 one needs qemu binfmt in the engine, with cold starts past the functions' Timeouts).
+* The build: docs/deploy-and-pipelines.md's x86_64 path as typed, `sam build --parameter-overrides
+  Architecture=x86_64` in a copy of the project, and every `sam local` command with that flag (arm64 needs qemu
+  binfmt in the engine, with cold starts past the functions' Timeouts).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import hashlib
 import ipaddress
 import json
 import os
+import shlex
 import shutil
 import signal
 import socket
@@ -37,7 +39,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from processes import stop_group
-from support import sam_cli_environment
+from support import FUNCTIONS_WHEELHOUSE, documented_block, project_copy, sam_build_environment, sam_cli_environment
 
 ROOT = Path(__file__).resolve().parents[2]
 CACHE = ROOT / ".cache" / "sam-local"
@@ -317,31 +319,32 @@ def image(host: str) -> str:
     return tag
 
 
-def x86_64_template(work: Path) -> Path:
-    """A copy of .aws-sam/build for x86_64: the architectures, and the layer's native kernel compiled for it."""
-    built = ROOT / ".aws-sam" / "build"
-    if not (built / "template.yaml").exists():
-        raise Unavailable("no .aws-sam/build (make build)")
-    copy = work / "build"
-    shutil.copytree(built, copy)
-    template = (copy / "template.yaml").read_text()
-    for old, new in (("\n    - arm64\n", "\n    - x86_64\n"), ("\n      - arm64\n", "\n      - x86_64\n"),
-                     ("BuildArchitecture: arm64", "BuildArchitecture: x86_64")):
-        template = template.replace(old, new)
-    assert "arm64" not in template, "the built template names arm64 somewhere this copy does not change"
-    (copy / "template.yaml").write_text(template)
-    pyenv = sorted(Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")).glob("versions/3.13*/bin/python3.13"))
-    python313 = str(pyenv[-1]) if pyenv else shutil.which("python3.13")  # as the Makefile's build finds it
-    if python313 is None:
-        raise Unavailable("no python3.13 for the layer's headers")
-    include = run(str(python313), str(ROOT / "layers" / "chrf_core" / "native" / "python_include.py"),
-                  str(work / "include")).strip()
-    run("make", "-s", "-C", str(ROOT / "layers" / "chrf_core"), "build-ChrfCoreLayer",
-        f"ARTIFACTS_DIR={work / 'layer'}", "TARGET=x86_64-linux-gnu.2.34",
-        f"ZIG={ROOT / '.venv-sam' / 'bin' / 'python'} -m ziglang", f"PYTHON_INCLUDE={include}")
-    shutil.copy2(work / "layer" / "python" / "chrf_core" / "_kernel.abi3.so",
-                 copy / "ChrfCoreLayer" / "python" / "chrf_core" / "_kernel.abi3.so")
-    return copy / "template.yaml"
+X86_64_MARKER = ("<!-- not run by the suite: it needs a container engine; tests/sam_local/test_sam_cli.py runs it "
+                 "for every event -->")
+ARCHITECTURE_FLAG = ["--parameter-overrides", "Architecture=x86_64"]
+
+
+def x86_64_commands() -> tuple[str, str]:
+    """docs/deploy-and-pipelines.md's x86_64 path, as typed: its `sam build` and its `sam local invoke`."""
+    build, invoke = documented_block("docs/deploy-and-pipelines.md", X86_64_MARKER)
+    assert shlex.split(build) == ["sam", "build", *ARCHITECTURE_FLAG], build
+    assert shlex.split(invoke)[-2:] == ARCHITECTURE_FLAG, invoke
+    return build, invoke
+
+
+def x86_64_build(work: Path) -> Path:
+    """A copy of the project where the documented `sam build --parameter-overrides Architecture=x86_64` ran (the
+    functions' packages installed for x86_64 from make wheelhouse's, offline): the project folder."""
+    if not FUNCTIONS_WHEELHOUSE.is_dir():
+        raise Unavailable("no functions' wheelhouse for sam build (make wheelhouse)")
+    project = work / "project"
+    project_copy(project)
+    build, _ = x86_64_commands()
+    done = subprocess.run(build, shell=True, cwd=project, env=sam_build_environment(work), capture_output=True,
+                          text=True, timeout=600)
+    if done.returncode != 0:
+        raise RuntimeError(f"$ {build}\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}")
+    return project
 
 
 def free_port() -> int:
@@ -351,15 +354,16 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def sam_server(command: str, template: Path, tag: str, host: str, log: Path) -> Iterator[int]:
-    """`sam local start-lambda` or `start-api` on 127.0.0.1 with warm containers: its port, until the block ends."""
+def sam_server(command: str, project: Path, tag: str, host: str, log: Path) -> Iterator[int]:
+    """`sam local start-lambda` or `start-api` on 127.0.0.1 with warm containers, in the project built for x86_64
+    with the same flag: its port, until the block ends."""
     port = free_port()
     with log.open("w") as output:
         process = subprocess.Popen(
-            [str(SAM), "local", command, "-t", str(template), "--invoke-image", tag, "--skip-pull-image",
+            [str(SAM), "local", command, *ARCHITECTURE_FLAG, "--invoke-image", tag, "--skip-pull-image",
              "--host", "127.0.0.1", "--port", str(port), "--warm-containers", "LAZY", "--container-host",
              "127.0.0.1", "--container-host-interface", "127.0.0.1"],
-            env=docker_env(host), stdout=output, stderr=output, start_new_session=True, cwd=template.parent)
+            env=docker_env(host), stdout=output, stderr=output, start_new_session=True, cwd=project)
         try:
             deadline = time.monotonic() + 120
             while True:

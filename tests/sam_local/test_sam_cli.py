@@ -26,7 +26,7 @@ import harness
 import pytest
 from botocore.config import Config
 from payloads import real_pairs
-from support import ROOT, documented_block
+from support import ROOT
 from validation_cases import RULE_CASES
 
 EVENTS = ROOT / "events"
@@ -44,24 +44,22 @@ def without_trace(payload):
     return payload
 
 
-INVOKE_MARKER = ("<!-- not run by the suite: it needs a container engine; tests/sam_local/test_sam_cli.py runs it for "
-                 "every event -->")
 SAM_ON_PATH = os.path.join(os.path.dirname(sys.executable), "sam")  # the project's, as make setup-sam puts it
 
 
 @pytest.mark.parametrize("path", SAMPLES, ids=lambda path: path.stem)
 def test_every_sample_event_through_sam_local_invoke_equals_its_expected_file(docker_host, lambda_image,
-                                                                             sam_template, path):
-    """The command docs/deploy-and-pipelines.md shows, on every sample event: with the image flags a machine
-    without a container registry needs, on the x86_64 copy of the build."""
-    [command] = documented_block("docs/deploy-and-pipelines.md", INVOKE_MARKER)
+                                                                             sam_project, path):
+    """docs/deploy-and-pipelines.md's x86_64 `sam local invoke`, as typed, in the project its `sam build` built, on
+    every sample event: with the image flags a machine without a container registry needs."""
+    _, command = harness.x86_64_commands()
     words = shlex.split(command)
-    assert words[:3] == ["sam", "local", "invoke"] and words[4] == "-e" and len(words) == 6, command
+    assert words[:3] == ["sam", "local", "invoke"] and words[4] == "-e", command
     words[5] = str(path)
     completed = subprocess.run(
-        [SAM_ON_PATH, *words[1:], "-t", str(sam_template), "--invoke-image", lambda_image, "--skip-pull-image",
+        [SAM_ON_PATH, *words[1:], "--invoke-image", lambda_image, "--skip-pull-image",
          "--container-host-interface", "127.0.0.1"],
-        env=harness.docker_env(docker_host), capture_output=True, text=True, timeout=300, cwd=ROOT)
+        env=harness.docker_env(docker_host), capture_output=True, text=True, timeout=300, cwd=sam_project)
     harness.remove_sam_containers(docker_host)
     assert completed.returncode == 0, completed.stderr[-3000:]
     assert without_trace(json.loads(completed.stdout)) == expected_for(path)

@@ -26,21 +26,26 @@ def needs(path: pathlib.Path, what: str) -> None:
         pytest.skip(f"{what} is missing (run `make test` or `make build`)")
 
 
-def test_layer_is_built_by_its_makefile_for_python313_arm64():
+def test_layer_is_built_by_its_makefile_for_python313_on_both_of_lambdas_architectures():
     layer = RESOURCES["ChrfCoreLayer"]
     assert layer["Type"] == "AWS::Serverless::LayerVersion"
     assert layer["Metadata"] == {"BuildMethod": "makefile", "BuildArchitecture": "arm64"}
     content = ROOT / layer["Properties"]["ContentUri"]
     assert (content / "chrf_core" / "__init__.py").exists() and (content / "native" / "counting.c").exists()
     assert "build-ChrfCoreLayer:" in (content / "Makefile").read_text(encoding="utf-8")
-    assert layer["Properties"]["CompatibleArchitectures"] == ["arm64"]
+    assert layer["Properties"]["CompatibleArchitectures"] == ["arm64", "x86_64"]
     assert layer["Properties"]["CompatibleRuntimes"] == [TEMPLATE["Globals"]["Function"]["Runtime"]]
 
 
-def test_function_runs_python313_on_arm64_with_the_layer_and_serves_the_contract_route():
+def test_function_runs_python313_on_arm64_unless_the_architecture_parameter_says_x86_64():
     function = RESOURCES["ChrfComponentsFunction"]["Properties"]
     globals_function = TEMPLATE["Globals"]["Function"]
-    assert globals_function["Runtime"] == "python3.13" and globals_function["Architectures"] == ["arm64"]
+    assert globals_function["Runtime"] == "python3.13"
+    assert globals_function["Architectures"] == [{"Ref": "Architecture"}]
+    parameter = TEMPLATE["Parameters"]["Architecture"]
+    assert parameter["Default"] == "arm64" and parameter["AllowedValues"] == ["arm64", "x86_64"]
+    assert all("Architectures" not in resource["Properties"] for resource in RESOURCES.values()
+               if resource["Type"] == "AWS::Serverless::Function")  # the Globals' one rule for every function
     assert globals_function["Layers"] == [{"Ref": "ChrfCoreLayer"}]
     assert function["Handler"] == "app.lambda_handler"
     route = function["Events"]["Execute"]["Properties"]
@@ -133,7 +138,8 @@ def test_sam_build_artifact_imports_and_answers_like_the_source(event_name):
         "    result = app.lambda_handler(json.load(open(sys.argv[4], encoding='utf-8')), LambdaContext())\n"
         "except Exception as error:\n"
         "    result = function_error(type(error).__name__, str(error))\n"
-        "print('RESULT ' + json.dumps(result))"
+        "print('RESULT ' + json.dumps(result))\n"
+        "import platform; print('KERNEL', chrf_core.KERNEL, platform.machine(), sys.version_info[:2] == (3, 13))"
     )
     env = {"PATH": os.environ.get("PATH", ""), "POWERTOOLS_METRICS_DISABLED": "true", "AWS_REGION": "us-east-1"}
     completed = subprocess.run(
@@ -145,6 +151,9 @@ def test_sam_build_artifact_imports_and_answers_like_the_source(event_name):
     line = next(line for line in completed.stdout.splitlines() if line.startswith("RESULT "))
     expected = json.loads((ROOT / "events" / f"{event_name}.expected.json").read_text(encoding="utf-8"))
     assert json.loads(line[len("RESULT ") :]) == expected
+    kernel, machine, runtime_python = completed.stdout.splitlines()[-1].split()[1:]
+    if machine == "x86_64" and runtime_python == "True":  # the layer's x86_64 kernel, as Architecture=x86_64 runs it
+        assert kernel == "native"
 
 
 @pytest.mark.parametrize(("logical_id", "module"), [("ScoreBatchFunction", "score_batch"),
@@ -172,28 +181,33 @@ def test_sam_build_artifacts_of_the_pipeline_functions_import_their_handlers(log
     assert "RESULT [1, 1, 1]" in completed.stdout
 
 
-# ---- the layer's native kernel, built for arm64 ------------------------------------------------------------------
+# ---- the layer's native kernels, built for arm64 and x86_64 -----------------------------------------------------
 
-LAYER_KERNEL = BUILD_DIR / "ChrfCoreLayer" / "python" / "chrf_core" / "_kernel.abi3.so"
-ELF_MACHINE_AARCH64 = 183
+LAYER_PACKAGE = BUILD_DIR / "ChrfCoreLayer" / "python" / "chrf_core"
+LAYER_KERNEL = LAYER_PACKAGE / "_kernel.abi3.so"
+# Each kernel's file name, and its ELF machine: python3.13 on x86_64 tries the tagged name before .abi3.so; on
+# arm64 it never tries the x86_64 tag (tests/template/test_arm64_layer.py loads the layer there).
+LAYER_KERNELS = {"_kernel.abi3.so": 183, "_kernel.cpython-313-x86_64-linux-gnu.so": 62}  # EM_AARCH64, EM_X86_64
 
 
-def test_sam_build_puts_an_aarch64_kernel_and_no_host_files_in_the_layer():
+def test_sam_build_puts_an_aarch64_and_an_x86_64_kernel_and_no_host_files_in_the_layer():
     needs(LAYER_KERNEL, "the sam build artifact of the layer")
-    data = LAYER_KERNEL.read_bytes()
-    assert data[:4] == b"\x7fELF" and data[4] == 2  # 64-bit
-    assert int.from_bytes(data[18:20], "little") == ELF_MACHINE_AARCH64
-    package = LAYER_KERNEL.parent
-    assert sorted(p.name for p in package.iterdir() if p.suffix == ".so") == ["_kernel.abi3.so"]
+    for name, machine in LAYER_KERNELS.items():
+        data = (LAYER_PACKAGE / name).read_bytes()
+        assert data[:4] == b"\x7fELF" and data[4] == 2, name  # 64-bit
+        assert int.from_bytes(data[18:20], "little") == machine, name
+    package = LAYER_PACKAGE
+    assert sorted(p.name for p in package.iterdir() if p.suffix == ".so") == sorted(LAYER_KERNELS)
     assert not (package / "__pycache__").exists()
     assert {p.name for p in package.glob("*.py")} == {
         p.name for p in (ROOT / "layers" / "chrf_core" / "chrf_core").glob("*.py")}
 
 
-def test_the_layer_kernel_needs_nothing_newer_than_the_runtimes_glibc_2_34():
+@pytest.mark.parametrize("name", sorted(LAYER_KERNELS))
+def test_the_layer_kernels_need_nothing_newer_than_the_runtimes_glibc_2_34(name):
     needs(LAYER_KERNEL, "the sam build artifact of the layer")
-    versions = {tuple(int(part) for part in match.split(b".")) for match in
-                __import__("re").findall(rb"GLIBC_([0-9]+\.[0-9]+(?:\.[0-9]+)?)", LAYER_KERNEL.read_bytes())}
+    versions = {tuple(int(part) for part in match.split(b".")) for match in __import__("re").findall(
+        rb"GLIBC_([0-9]+\.[0-9]+(?:\.[0-9]+)?)", (LAYER_PACKAGE / name).read_bytes())}
     assert versions and max(versions) <= (2, 34), versions
 
 
@@ -214,5 +228,6 @@ def test_the_layer_build_is_byte_identical_from_build_to_build(tmp_path):
     completed = subprocess.run(["make", "-s", "-C", str(source), "build-ChrfCoreLayer"], env=env,
                                capture_output=True, text=True, timeout=300)
     assert completed.returncode == 0, completed.stdout + completed.stderr
-    rebuilt = tmp_path / "out" / "python" / "chrf_core" / "_kernel.abi3.so"
-    assert rebuilt.read_bytes() == LAYER_KERNEL.read_bytes()
+    for name in LAYER_KERNELS:
+        rebuilt = tmp_path / "out" / "python" / "chrf_core" / name
+        assert rebuilt.read_bytes() == (LAYER_PACKAGE / name).read_bytes(), name
