@@ -218,12 +218,12 @@ test-engines: setup-engines kernel
 	CHRF_ENGINES=1 $(ENGINES_VENV)/bin/python -m pytest -p no:cacheprovider tests/engines
 
 bench: setup-dev
-	$(BIN)/python tests/benchmark.py
+	$(BIN)/python bench/benchmark.py
 
 # The worst-case table's deterministic column (valgrind's counts, independent of the machine's load; ~15 min).
 bench-counts: setup-dev
-	$(BIN)/python tests/worst_case_counts.py native 5
-	$(BIN)/python tests/worst_case_counts.py python 2
+	$(BIN)/python bench/worst_case_counts.py native 5
+	$(BIN)/python bench/worst_case_counts.py python 2
 
 # The native kernel under AddressSanitizer and UndefinedBehaviorSanitizer, then ThreadSanitizer (after changing native/).
 sanitize: setup-dev

@@ -1,6 +1,6 @@
 """Near-limit request payloads of three kinds of data, and the most expensive valid requests we can build.
 
-Shared by the benchmark (make bench) and the tests that pin the worst case. Everything is deterministic.
+Shared by the benchmark (make bench, bench/) and the tests that pin the worst case. Everything is deterministic.
 
 * real: machine translation output against its reference (the chrF++ tool's examples: en, cs, ru, zh);
 * high overlap: each reference with a quarter of its words replaced and some dropped (MBR decoding, close

@@ -34,6 +34,5 @@ def test_each_example_prints_what_the_page_shows(program, output):
     assert result.stdout == output
 
 
-def test_the_readme_names_the_capability_and_links_the_page():
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert "(docs/at-scale.md)" in readme and "Ray" in readme and "Spark" in readme and "Dask" in readme
+def test_the_readme_links_the_page():
+    assert "(docs/at-scale.md)" in (ROOT / "README.md").read_text(encoding="utf-8")

@@ -7,19 +7,13 @@ import urllib.request
 
 import chrf_core
 import pytest
+from in_process import run
 from support import CONTRACT, ROOT, contract_part
 
 from chrf_components_cli import remote
-from chrf_components_cli.main import main
 from chrf_components_local import sigv4
 
 DATA = ROOT / "tests" / "data" / "popovic"
-
-
-def run(capsys, *argv):
-    code = main([str(arg) for arg in argv])
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def request_file(tmp_path, request):

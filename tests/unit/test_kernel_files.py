@@ -119,12 +119,6 @@ def test_every_pause_interval_is_the_one_of_kernel_h_or_written_from_it():
     assert all(name == "POLL_MASK" or "POLL_MASK" in value for _, name, value in intervals), intervals
 
 
-def test_the_readme_layout_lists_the_files_in_the_reading_order():
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    listed = readme[readme.index("native/ (C, in kernel.h's reading order"):readme.index("its Makefile builds it")]
-    assert re.findall(r"\b\w+\.[ch]\b", listed.replace("kernel.h's", "")) == reading_order()
-
-
 def test_every_build_of_the_kernel_reads_its_one_list_of_compile_flags():
     """Issue 56: the flags were written in four places and only the layer's build had -Werror, so a warning passed
     on the host and broke `sam build`. Now native/cflags is the one list: setup.py (host kernel, wheels), the

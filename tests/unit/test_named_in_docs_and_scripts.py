@@ -10,7 +10,7 @@ import pytest
 from support import ROOT, native_kernel_or_skip
 
 WHERE = ["README.md", ".ci/run", "Makefile", *[f"docs/{path.name}" for path in sorted((ROOT / "docs").glob("*.md"))],
-         "tests/benchmark.py", "tests/worst_case_counts.py", "tests/native/sanitize.py"]
+         "bench/benchmark.py", "bench/worst_case_counts.py", "tests/native/sanitize.py"]
 DOTTED = re.compile(r"\bchrf_core((?:\.[A-Za-z_][A-Za-z_0-9]*)+)")
 
 

@@ -15,13 +15,13 @@
 8. MBR decoding in fastChrF's own set-up (n = 4 ... 1024 samples, batches of 1 and 32 sources, chrF and chrF++):
    `pairwise_batch` and `aggregate_batch` against fastChrF's `pairwise_chrf` and `aggregate_chrf`.
 9. Beyond one machine: the corpus score of 1M real lines on Ray, Spark, Dask, torchmetrics and chrf_core.arrow
-   (.venv-engines, tests/bench_engines.py) against `score` on the same files, and the size of one part's statistics.
+   (.venv-engines, bench/engines.py) against `score` on the same files, and the size of one part's statistics.
 10. The corpus pipeline on this machine: `pipeline run --local` (serve's S3 and Step Functions, the state machine on
    the local runner, the functions in their environments) against `score` on the same 1M lines, time and peak RSS
    of the command's own process (the functions' environments are processes of their own), rounds interleaved.
 
 Times are the best of several interleaved rounds (the least disturbed by other load on a shared machine).
-`python tests/benchmark.py --quick` runs fewer rounds and smaller command-line corpora. `--baseline SO` loads a
+`python bench/benchmark.py --quick` runs fewer rounds and smaller command-line corpora. `--baseline SO` loads a
 second build of the native kernel (another revision's `_kernel.abi3.so`) and times it in the same rounds as this
 one, as kernel "base" in tables 1 and 2 and as a column with the ratio (base / this build) in tables 7 and 8: an A/B
 of a kernel change in one run (the command-line tables, 3, 4 and 6, run this build alone).
@@ -403,7 +403,7 @@ def engines_table(segments: int, rounds: int, timeout: float) -> None:
                 best["score"] = min(best.get("score", [math.inf, 0]), [timed[0], timed[1]])
             for engine in ENGINES:
                 with tempfile.NamedTemporaryFile("r") as output:
-                    argv = [str(ENGINES_PYTHON), str(ROOT / "tests" / "bench_engines.py"), engine, str(hyp), str(ref),
+                    argv = [str(ENGINES_PYTHON), str(ROOT / "bench" / "engines.py"), engine, str(hyp), str(ref),
                             "8"]
                     timed = measure(["/bin/sh", "-c", '"$@" > "$0"', output.name, *argv], timeout)
                     if not timed:

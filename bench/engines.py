@@ -1,7 +1,7 @@
 """One engine's chrF++ corpus score of two line-aligned files, timed, for make bench's table 9 (run by .venv-engines'
-Python; tests/benchmark.py times it beside `chrf-components score` on the same files, in interleaved rounds).
+Python; bench/benchmark.py times it beside `chrf-components score` on the same files, in interleaved rounds).
 
-    python tests/bench_engines.py ENGINE HYP REF PARTS
+    python bench/engines.py ENGINE HYP REF PARTS
 
 ENGINE is arrow (one process, chrf_core.arrow), ray, spark, dask or torchmetrics. Prints one JSON line: the engine's
 start-up seconds, the scoring seconds (the files read into Arrow, handed to the engine in PARTS partitions, each

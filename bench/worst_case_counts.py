@@ -4,18 +4,20 @@ Cost = instructions + 10 x L1 data misses + 40 x misses of a 1 MB last level (ab
 the same count for a typical near-limit real-MT request at the same settings. Unlike times, counts do not depend
 on the load of a shared machine. Needs valgrind; takes about 8 minutes per kernel.
 
-Usage: python tests/worst_case_counts.py native|python [REPEATS]
+Usage: python bench/worst_case_counts.py native|python [REPEATS]
 (internally, `--one KERNEL NAME N` runs one request N times under the counter).
 """
 
 from __future__ import annotations
 
 import os
+import pathlib
 import re
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tests"))  # the suite's payloads
 import payloads
 
 TYPICAL = "typical"
