@@ -194,7 +194,7 @@ def test_pipeline_run_checks_its_files_before_any_aws_call(capsys, tmp_path, sil
     started = time.monotonic()
     code, _, err = run(capsys, "pipeline", "run", HYP_EN, short, "--stack", "s")
     assert one_line_error(code, err) and "files must be line-aligned" in err
-    assert time.monotonic() - started < 2 and silent_endpoint == []
+    assert time.monotonic() - started < 10 and silent_endpoint == []  # the endpoint would hold it much longer
 
 
 def test_pipeline_run_gives_up_on_an_endpoint_that_never_answers(capsys, silent_endpoint):

