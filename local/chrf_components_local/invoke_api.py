@@ -25,7 +25,7 @@ from urllib.parse import parse_qs
 
 from .answers import JSON_HEADERS, Answer, lambda_error
 from .runtime import TAIL_BYTES, Functions
-from .template import ACCOUNT
+from .template import ACCOUNT, local_arn
 
 INVOKE_PATH = re.compile(r"/2015-03-31/functions/([^/]+)/invocations")
 REQUEST_LIMIT = 6 * 1024 * 1024  # payload bytes of a synchronous invocation
@@ -91,7 +91,7 @@ class InvokeApi:
         return parts["name"] if parts and self.functions.get(parts["name"]) else None
 
     def not_found(self, name: str, qualifier: str | None) -> Answer:
-        arn = f"arn:aws:lambda:{self.region}:{ACCOUNT}:function:{name}" + (f":{qualifier}" if qualifier else "")
+        arn = local_arn("lambda", self.region, f"function:{name}") + (f":{qualifier}" if qualifier else "")
         return lambda_error(404, "ResourceNotFoundException", f"Function not found: {arn}")
 
     def answer(self, name: str, query: str, headers: dict[str, str], body: bytes) -> Answer:

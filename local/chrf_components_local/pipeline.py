@@ -75,7 +75,7 @@ def _resolved(template: dict[str, Any], value: Any, where: str, buckets: dict[st
                 name, attribute = argument
             kind = resources.get(name, {}).get("Type") if isinstance(name, str) else None
             if attribute == "Arn" and kind == "AWS::Serverless::Function":
-                return f"arn:aws:lambda:{region}:{ACCOUNT}:function:{name}"
+                return sam_template.local_arn("lambda", region, f"function:{name}")
         if function == "Ref":
             if argument in buckets:
                 return buckets[argument]
@@ -160,7 +160,7 @@ class LocalStack:
         template = sam_template.load_template(template_path)
         _, name = load_definition(template_path, STATE_MACHINE, REGION)  # refused here, before anything starts
         self.outputs = {"CorpusBucketName": local_buckets(template).get("CorpusBucket", "corpusbucket"),
-                        "CorpusPipelineArn": f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:{name}"}
+                        "CorpusPipelineArn": sam_template.local_arn("states", REGION, f"stateMachine:{name}")}
         self.parameters = {key: str(value.get("Default", "")) for key, value in template.get("Parameters", {}).items()
                            if isinstance(value, dict)}
         self._stops: list[Callable[[], None]] = []

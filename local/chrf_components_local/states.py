@@ -41,7 +41,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from typing import IO, Any, NamedTuple
 
-from .template import ACCOUNT, LOCAL_REGION
+from .template import LOCAL_REGION, LOCAL_ROLE, local_arn
 
 LAMBDA_INVOKE = "arn:aws:states:::lambda:invoke"
 S3_GET_OBJECT = "arn:aws:states:::s3:getObject"
@@ -673,17 +673,19 @@ class Batch(NamedTuple):
 
 
 class StateMachine:
-    """One state machine definition, checked, run on ``services`` in ``region`` of ``account``."""
+    """One state machine definition, checked, run on ``services`` in ``region`` of the local account."""
 
-    def __init__(self, definition: dict[str, Any], name: str, services: Services, region: str = LOCAL_REGION,
-                 account: str = ACCOUNT) -> None:
+    def __init__(self, definition: dict[str, Any], name: str, services: Services,
+                 region: str = LOCAL_REGION) -> None:
         check_machine(definition)
-        self.definition, self.name, self.services = definition, name, services
-        self.region, self.account = region, account
-        self.arn = f"arn:aws:states:{region}:{account}:stateMachine:{name}"
+        self.definition, self.name, self.services, self.region = definition, name, services, region
+        self.arn = self.arn_of(f"stateMachine:{name}")
+
+    def arn_of(self, resource: str) -> str:
+        return local_arn("states", self.region, resource)
 
     def execution_arn(self, name: str) -> str:
-        return f"arn:aws:states:{self.region}:{self.account}:execution:{self.name}:{name}"
+        return self.arn_of(f"execution:{self.name}:{name}")
 
     def execute(self, execution_input: Any, name: str | None = None, control: Control | None = None,
                 started: datetime.datetime | None = None) -> Execution:
@@ -692,7 +694,7 @@ class StateMachine:
         name = name or str(uuid.uuid4())
         arn = self.execution_arn(name)
         context = Context({"Id": arn, "Input": execution_input, "Name": name, "StartTime": timestamp(started or now()),
-                           "RoleArn": f"arn:aws:iam::{self.account}:role/local"}, {"Id": self.arn, "Name": self.name},
+                           "RoleArn": LOCAL_ROLE}, {"Id": self.arn, "Name": self.name},
                           control)
         try:
             checked_size(execution_input, "execution input")
@@ -837,10 +839,9 @@ class StateMachine:
     def map(self, state: dict[str, Any], effective: Any, context: Context) -> Any:
         label = state.get("Label") or context.state["Name"]
         run_id = str(uuid.uuid4())
-        prefix = f"arn:aws:states:{self.region}:{self.account}"
         limit = state.get("MaxConcurrency", 0)
         parallel = min(limit, self.services.concurrency) if limit else self.services.concurrency
-        record = MapRun(f"{prefix}:mapRun:{self.name}/{label}:{run_id}", context.execution["Id"], state, limit)
+        record = MapRun(self.arn_of(f"mapRun:{self.name}/{label}:{run_id}"), context.execution["Id"], state, limit)
         self.services.map_runs.add(record)
         try:
             with tempfile.TemporaryFile() as spool:
@@ -983,14 +984,13 @@ class ChildRuns:
     def run_one(self, batch: Batch) -> dict[str, Any]:
         """One child execution: its record as ResultWriter writes it."""
         machine, name = self.machine, str(uuid.uuid4())
-        prefix = f"arn:aws:states:{machine.region}:{machine.account}"
-        arn = f"{prefix}:express:{machine.name}/{self.label}:{self.run_id}:{name}" if self.express else \
-            f"{prefix}:execution:{machine.name}/{self.label}:{name}"
+        arn = machine.arn_of(f"express:{machine.name}/{self.label}:{self.run_id}:{name}" if self.express else
+                             f"execution:{machine.name}/{self.label}:{name}")
         started = now()
         text = self.read(batch)
         data = json.loads(text)
         context = Context({"Id": arn, "Input": data, "Name": name, "StartTime": timestamp(started),
-                           "RoleArn": f"arn:aws:iam::{machine.account}:role/local"},
+                           "RoleArn": LOCAL_ROLE},
                           {"Id": f"{machine.arn}/{self.label}", "Name": f"{machine.name}/{self.label}"},
                           self.state_input[1].control, self.express)
         entry: dict[str, Any] = {"ExecutionArn": arn, "Input": text, "InputDetails": {"Included": True},

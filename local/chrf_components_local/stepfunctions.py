@@ -31,7 +31,7 @@ from collections.abc import Callable
 from typing import Any
 
 from . import states
-from .template import ACCOUNT
+from .template import LOCAL_ROLE, local_arn
 
 RUNNING_LIMIT = 4  # executions running at once
 KEPT_EXECUTIONS = 1000  # executions remembered (the oldest closed ones are forgotten first)
@@ -139,7 +139,7 @@ class StepFunctionsApi:
                 problem = None
             except PipelineError as error:
                 definition, name, problem = None, logical_id, str(error)
-            arn = f"arn:aws:states:{region}:{ACCOUNT}:stateMachine:{name}"
+            arn = local_arn("states", region, f"stateMachine:{name}")
             self.machines[arn] = Machine(logical_id, name, arn, kind, definition, problem)
         self.lock = threading.Lock()
         self.executions: OrderedDict[str, Record] = OrderedDict()
@@ -218,8 +218,7 @@ class StepFunctionsApi:
             runner = self.runners.get(machine.arn)
             if runner is None:
                 runner = self.runners[machine.arn] = states.StateMachine(machine.definition, machine.name,
-                                                                         self.make_services(), self.region,
-                                                                         ACCOUNT)
+                                                                         self.make_services(), self.region)
             arn = runner.execution_arn(name)
             existing = self.executions.get(arn)
             if existing is not None:
@@ -307,7 +306,7 @@ class StepFunctionsApi:
         machine = self.machine(request)
         return {"stateMachineArn": machine.arn, "name": machine.name, "status": "ACTIVE",
                 "definition": json.dumps(machine.definition) if machine.definition is not None else "{}",
-                "roleArn": f"arn:aws:iam::{ACCOUNT}:role/local", "type": machine.kind,
+                "roleArn": LOCAL_ROLE, "type": machine.kind,
                 "creationDate": machine.created.timestamp(),
                 "loggingConfiguration": {"level": "OFF", "includeExecutionData": False},
                 "tracingConfiguration": {"enabled": False}}

@@ -28,6 +28,15 @@ LOCAL_REGION = "us-east-1"  # where the local functions and state machines live 
 LOCAL_CREDENTIALS = {"aws_access_key_id": "local", "aws_secret_access_key": "local"}  # placeholders for loopback
 
 
+def local_arn(service: str, region: str, resource: str) -> str:
+    """The ARN of a local resource: ``arn:aws:SERVICE:REGION:ACCOUNT:RESOURCE`` (IAM's with no region), the one
+    format every ARN the emulator writes follows."""
+    return f"arn:aws:{service}:{'' if service == 'iam' else region}:{ACCOUNT}:{resource}"
+
+
+LOCAL_ROLE = local_arn("iam", "", "role/local")  # the role local state machines run as
+
+
 class TemplateError(Exception):
     """No template, or no such function in it: a problem the command line reports in one line."""
 
@@ -186,7 +195,7 @@ class LambdaContext:
         self.function_version = "$LATEST"
         self.memory_limit_in_mb = memory_mb
         region = os.environ.get("AWS_REGION") or LOCAL_REGION  # the function's, as Lambda sets it
-        self.invoked_function_arn = f"arn:aws:lambda:{region}:{ACCOUNT}:function:{function_name}"
+        self.invoked_function_arn = local_arn("lambda", region, f"function:{function_name}")
         self.aws_request_id = request_id or str(uuid.uuid4())
         self.log_group_name = f"/aws/lambda/{function_name}"
         self.log_stream_name = "local"
