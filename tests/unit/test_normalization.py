@@ -118,6 +118,87 @@ def test_normalizing_in_pieces_is_normalizing_the_stream_safe_text_whole(form, m
             form, naive_stream_safe(text))
 
 
+@pytest.mark.parametrize("window", [14, 15, 31, 64, 200])
+def test_the_stream_safe_format_read_a_window_at_a_time_is_uax15s_wherever_the_windows_end(window, monkeypatch):
+    """Issue 57: the whole-text scan for runs was one uncancellable call (13 s for 10^8 U+1161). Read a window at a
+    time, a run that crosses a window's end is still found whole, or in two parts counted as one run."""
+    import random
+
+    from chrf_core import texts
+
+    monkeypatch.setattr(texts, "SCAN_WINDOW", window)
+    rng = random.Random(window)
+    for _ in range(300):
+        text = "".join(rng.choice(MARKS) if rng.random() < 0.97 else rng.choice("ab ") for _ in range(
+            rng.randint(0, 400)))
+        assert texts.stream_safe(text) == naive_stream_safe(text), [hex(ord(c)) for c in text]
+    for run in (window - 1, window, window + 1, 3 * window + 5, 10 * window):
+        for head in range(0, 20, 3):
+            text = "x" * head + "\u0301" * run + "\U0001d165" * 3 + "y"
+            assert texts.stream_safe(text) == naive_stream_safe(text), (head, run)
+
+
+# Starters that compose with what precedes them (Hangul vowels and final consonants, Oriya and Kannada length
+# marks, ...), what they compose with, their compatibility look-alikes, marks, and split points.
+NO_SPLIT_POINTS = ["\u1161", "\u1175", "\u11a8", "\u11c2", "\u1100", "\u1112", "\uac00", "\uac01", "\u3131",
+                   "\u3161", "\u0b47", "\u0b3e", "\u0b57", "\u0cc6", "\u0cd5", "\u0cd6", "\u0dd9", "\u0dca",
+                   "\u0301", "\u0344", "\u1b05", "\u1b35", "a", "\u0ddc", "\u0dcf"]
+
+
+@pytest.mark.parametrize("form", ["NFC", "NFKC"])
+def test_a_text_without_split_points_is_normalized_in_pieces_as_it_is_whole(form, monkeypatch):
+    """Issue 57: 10^8 x U+1161 has no character a text may be split before, so it was normalized (and checked
+    first) in one call each, 6-7 s without Ctrl-C. It is split before a starter that nothing the previous
+    character can end as composes with, which is exactly normalizing it whole."""
+    import random
+
+    from chrf_core import texts
+
+    monkeypatch.setattr(texts, "NORMALIZE_CHUNK", 5)
+    monkeypatch.setattr(texts, "NEAR", 2)
+    monkeypatch.setattr(texts, "SCAN_WINDOW", 9)
+    rng = random.Random(57)
+    for _ in range(1500):
+        weights = [rng.random() for _ in NO_SPLIT_POINTS]
+        text = "".join(rng.choices(NO_SPLIT_POINTS, weights, k=rng.randint(0, 80)))
+        assert texts.normalized_text("hypotheses", 0, text, form) == unicodedata.normalize(
+            form, naive_stream_safe(text)), [hex(ord(c)) for c in text]
+    vowels = "\u1161" * 200
+    assert len(list(texts._normalized_pieces(vowels, form))) > 30  # pieces, not one call
+    assert texts.normalized_text("hypotheses", 0, vowels, form) == vowels
+
+
+@pytest.mark.parametrize("form", ["NFC", "NFKC"])
+def test_what_no_composition_can_take_away_is_never_more_than_the_normalized_length(form):
+    import random
+
+    from chrf_core import texts
+
+    rng = random.Random(form)
+    alphabet = NO_SPLIT_POINTS + MARKS + ["\ufdfa", "\ufb03", "\u2474", "\u3250", "\u1e9b", "\u0390", "\u01c4"]
+    for _ in range(1500):
+        text = texts.stream_safe("".join(rng.choices(alphabet, k=rng.randint(0, 60))))
+        assert texts._least_length(text, form) <= len(unicodedata.normalize(form, text)), [hex(ord(c)) for c in text]
+    assert texts._least_length("\ufdfa" * 10, "NFKC") == 180 == len(unicodedata.normalize("NFKC", "\ufdfa" * 10))
+
+
+def test_a_text_too_long_once_normalized_is_refused_before_any_of_it_is_normalized(monkeypatch):
+    """Issue 57: the NFKC refusal of 20M x U+FDFA normalized 15M of them first (15-28 s). What no composition can
+    take away is counted instead: the text is refused without a call to the normalizer."""
+    from chrf_core import texts
+
+    def never(*_):
+        raise AssertionError("normalized")
+
+    texts._table()  # built with the normalizer
+    with monkeypatch.context() as patched, pytest.raises(InvalidInputError) as refused:
+        patched.setattr(unicodedata, "normalize", never)
+        patched.setattr(unicodedata, "is_normalized", never)
+        texts.normalized_text("hypotheses", 3, "\ufdfa" * 20_000_000, "NFKC")
+    assert refused.value.message == ("hypotheses[3]: at most 268435455 code points once normalized "
+                                     "(normalize=NFKC), got more than 268435455")
+
+
 def run_python(code, timeout):
     import subprocess
     import sys
@@ -172,6 +253,34 @@ except KeyboardInterrupt:
     finally:
         process.kill()
         process.wait()
+
+
+@pytest.mark.parametrize(("text", "form"), [("'\\u1161' * 100_000_000", "NFC"), ("'\\ufdfa' * 20_000_000", "NFKC")],
+                         ids=["NFC of 10^8 x U+1161", "NFKC refusal of 2 x 10^7 x U+FDFA"])
+def test_normalization_gives_ctrl_c_a_chance_at_least_every_second_on_texts_without_split_points(text, form):
+    """Issue 57: NFC of 10^8 x U+1161 (no split point) ignored Ctrl-C for 6-7 s at a time (whole-text C calls to
+    unicodedata; the regular expression engine checks for signals, unicodedata does not), and the NFKC refusal of
+    2 x 10^7 x U+FDFA took 15-28 s. A signal handler on a 50 ms interval timer records when Python gets to run it:
+    the longest wait is how long Ctrl-C could go unseen (tenths of a second when idle; 7 s before)."""
+    done = run_python(f"""
+import signal, time, unicodedata
+from chrf_core import texts
+from chrf_core.errors import InvalidInputError
+seen = [time.monotonic()]
+signal.signal(signal.SIGALRM, lambda *_: seen.append(time.monotonic()))
+text = {text}
+signal.setitimer(signal.ITIMER_REAL, 0.05, 0.05)
+try:
+    texts.normalized_text("hypotheses", 0, text, "{form}")
+except InvalidInputError:
+    pass
+signal.setitimer(signal.ITIMER_REAL, 0)
+seen.append(time.monotonic())
+print(max(later - earlier for earlier, later in zip(seen, seen[1:])), seen[-1] - seen[0])
+""", timeout=300)
+    assert done.returncode == 0, done.stderr
+    longest, _ = map(float, done.stdout.split())
+    assert longest < 2.0, done.stdout
 
 
 def test_a_text_that_outgrows_the_limit_once_normalized_is_refused_naming_it_before_memory_doubles(monkeypatch):
