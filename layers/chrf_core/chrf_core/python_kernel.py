@@ -83,12 +83,27 @@ def systems(
     return b"".join(system.tobytes() for system in rows)
 
 
-def profile(text: str, char_order: int, word_order: int, include_whitespace: bool) -> list[tuple[int, Counter[Any]]]:
-    """A text's n-grams of every order, characters first: (how many, how often each)."""
+FEW = 64  # hypotheses few enough that the references are searched for their n-grams alone
+
+
+def profile(text: str, char_order: int, word_order: int, include_whitespace: bool,
+            wanted: list[set[Any]] | None = None) -> list[tuple[int, Counter[Any]]]:
+    """A text's n-grams of every order, characters first: (how many, how often each); with ``wanted`` (per order,
+    a set that holds every n-gram's first n - 1 units too), how often each n-gram of those sets occurs, looked for
+    only where its first n - 1 units are one."""
     characters = text if include_whitespace else "".join(text.split())
     tokens = tuple(words(text))
-    return [(max(0, len(units) - n + 1), ngrams(units, n))
-            for units, orders in ((characters, char_order), (tokens, word_order)) for n in range(1, orders + 1)]
+    if wanted is None:
+        return [(max(0, len(units) - n + 1), ngrams(units, n))
+                for units, orders in ((characters, char_order), (tokens, word_order)) for n in range(1, orders + 1)]
+    out: list[tuple[int, Counter[Any]]] = []
+    for units, orders, first in ((characters, char_order, 0), (tokens, word_order, char_order)):
+        starts: Sequence[int] = range(len(units))
+        for n in range(1, orders + 1):
+            want = wanted[first + n - 1]
+            starts = [start for start in starts if units[start:start + n] in want]
+            out.append((max(0, len(units) - n + 1), Counter(units[start:start + n] for start in starts)))
+    return out
 
 
 def matched(row: list[tuple[int, Counter[Any]]], column: list[tuple[int, Counter[Any]]]) -> tuple[Triple, ...]:
@@ -115,15 +130,24 @@ def aggregate(
     """Each hypothesis against the references' n-gram counts summed, as per-order counts: with R references,
     (R x its n-grams, the references' n-grams, the sum over n-grams g of min(R x its count of g, the references'
     count of g)), so that the contract's formula on them scores against the references' average counts exactly.
-    With integer ``weights`` (one per reference), reference j counts weights[j] times and R is their sum."""
+    With integer ``weights`` (one per reference), reference j counts weights[j] times and R is their sum. A few
+    hypotheses (the native kernel's undecided ones) are counted first, and of the references only the n-grams they
+    have: an n-gram is looked for only where its first n - 1 units are one of theirs."""
     weights = [1] * len(references) if weights is None else weights
     r = sum(weights)
-    summed: list[Counter[Any]] = [Counter() for _ in range(char_order + word_order)]
-    totals = [0] * (char_order + word_order)
+    orders = char_order + word_order
+    summed: list[Counter[Any]] = [Counter() for _ in range(orders)]
+    totals = [0] * orders
+    rows: Iterator[list[tuple[int, Counter[Any]]]] | list[list[tuple[int, Counter[Any]]]]
+    rows = (profile(hypothesis, char_order, word_order, include_whitespace) for hypothesis in hypotheses)
+    wanted: list[set[Any]] | None = None
+    if len(hypotheses) <= FEW:
+        rows = list(rows)
+        wanted = [set().union(*(row[o][1] for row in rows)) for o in range(orders)]
     for reference, weight in zip(references, weights, strict=True):
-        for o, (total, grams) in enumerate(profile(reference, char_order, word_order, include_whitespace)):
+        for o, (total, grams) in enumerate(profile(reference, char_order, word_order, include_whitespace, wanted)):
             summed[o].update({gram: weight * count for gram, count in grams.items()} if weight != 1 else grams)
             totals[o] += weight * total
-    for row in (profile(hypothesis, char_order, word_order, include_whitespace) for hypothesis in hypotheses):
+    for row in rows:
         yield tuple((r * total, totals[o], sum(min(r * count, summed[o][gram]) for gram, count in grams.items()))
                     for o, (total, grams) in enumerate(row))
