@@ -84,25 +84,30 @@ def systems(
 
 
 FEW = 64  # hypotheses few enough that the references are searched for their n-grams alone
+GATHERED = 1 << 16  # occurrences gathered before they are counted
 
 
-def profile(text: str, char_order: int, word_order: int, include_whitespace: bool,
-            wanted: list[set[Any]] | None = None) -> list[tuple[int, Counter[Any]]]:
-    """A text's n-grams of every order, characters first: (how many, how often each); with ``wanted`` (per order,
-    a set that holds every n-gram's first n - 1 units too), how often each n-gram of those sets occurs, looked for
-    only where its first n - 1 units are one."""
+def profile(text: str, char_order: int, word_order: int, include_whitespace: bool) -> list[tuple[int, Counter[Any]]]:
+    """A text's n-grams of every order, characters first: (how many, how often each)."""
     characters = text if include_whitespace else "".join(text.split())
     tokens = tuple(words(text))
-    if wanted is None:
-        return [(max(0, len(units) - n + 1), ngrams(units, n))
-                for units, orders in ((characters, char_order), (tokens, word_order)) for n in range(1, orders + 1)]
-    out: list[tuple[int, Counter[Any]]] = []
+    return [(max(0, len(units) - n + 1), ngrams(units, n))
+            for units, orders in ((characters, char_order), (tokens, word_order)) for n in range(1, orders + 1)]
+
+
+def occurrences(text: str, char_order: int, word_order: int, include_whitespace: bool,
+                wanted: list[set[Any]]) -> list[tuple[int, list[Any]]]:
+    """A text's n-grams of every order, characters first: how many, and each occurrence of one of ``wanted``'s
+    (per order, a set that holds every n-gram's first n - 1 units too: an n-gram is looked for only there)."""
+    characters = text if include_whitespace else "".join(text.split())
+    tokens = tuple(words(text))
+    out: list[tuple[int, list[Any]]] = []
     for units, orders, first in ((characters, char_order, 0), (tokens, word_order, char_order)):
         starts: Sequence[int] = range(len(units))
         for n in range(1, orders + 1):
             want = wanted[first + n - 1]
             starts = [start for start in starts if units[start:start + n] in want]
-            out.append((max(0, len(units) - n + 1), Counter(units[start:start + n] for start in starts)))
+            out.append((max(0, len(units) - n + 1), [units[start:start + n] for start in starts]))
     return out
 
 
@@ -144,10 +149,29 @@ def aggregate(
     if len(hypotheses) <= FEW:
         rows = list(rows)
         wanted = [set().union(*(row[o][1] for row in rows)) for o in range(orders)]
-    for reference, weight in zip(references, weights, strict=True):
-        for o, (total, grams) in enumerate(profile(reference, char_order, word_order, include_whitespace, wanted)):
-            summed[o].update({gram: weight * count for gram, count in grams.items()} if weight != 1 else grams)
-            totals[o] += weight * total
+    if wanted is None:
+        for reference, weight in zip(references, weights, strict=True):
+            for o, (total, grams) in enumerate(profile(reference, char_order, word_order, include_whitespace)):
+                summed[o].update({gram: weight * count for gram, count in grams.items()} if weight != 1 else grams)
+                totals[o] += weight * total
+    else:  # the occurrences in references of one weight gathered (a bounded number), counted together at C speed
+        found: dict[int, list[list[Any]]] = {}
+
+        def add(weight: int, seen: list[Any], o: int) -> None:
+            summed[o].update({gram: weight * count for gram, count in Counter(seen).items()})
+            seen.clear()
+
+        for reference, weight in zip(references, weights, strict=True):
+            gathered = found.setdefault(weight, [[] for _ in range(orders)])
+            for o, (total, seen) in enumerate(occurrences(reference, char_order, word_order, include_whitespace,
+                                                          wanted)):
+                gathered[o] += seen
+                totals[o] += weight * total
+                if len(gathered[o]) > GATHERED:
+                    add(weight, gathered[o], o)
+        for weight, gathered in found.items():
+            for o, seen in enumerate(gathered):
+                add(weight, seen, o)
     for row in rows:
         yield tuple((r * total, totals[o], sum(min(r * count, summed[o][gram]) for gram, count in grams.items()))
                     for o, (total, grams) in enumerate(row))
