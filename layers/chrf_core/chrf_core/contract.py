@@ -1,4 +1,4 @@
-"""The contract's names, limits and defaults: the one place every other module and tool reads them from.
+"""The contract's names and limits: the one place every other module and tool reads them from.
 
 chrf-components 1.0.0 (spec/chrf-components.json). The settings themselves, their defaults and their rules are the
 fields of :class:`chrf_core.CHRF`. The SAM template and the OpenAPI document cannot import Python, so the suite

@@ -63,10 +63,12 @@ def thread_count(threads: Any) -> int:
     return threads
 
 
-def checked(hypotheses: Sequence[str], references: Sequence[str], normalize: str | None = None,
+def checked(settings: Settings, hypotheses: Sequence[str], references: Sequence[str],
             keys: tuple[str, str] = TEXT_KEYS) -> tuple[list[str], list[str]]:
     """Both sides as lists of valid texts: at least one each, strings, encodable, MAX_TEXT_LENGTH together; then
-    Unicode-normalized when ``normalize`` says so (texts.normalized: bounded, the limit checked again after)."""
+    Unicode-normalized when the settings' ``normalize`` says so (texts.normalized: bounded, the limit checked again
+    after)."""
+    normalize = settings.normalize
     sides: list[list[str]] = []
     for key, texts in zip(keys, (hypotheses, references)):
         if sides and texts is hypotheses:  # the samples as their own pseudo-references: checked once, kept one list
@@ -141,8 +143,8 @@ def aggregate(settings: Settings, hypotheses: list[str], references: list[str], 
     return scores
 
 
-def batch(score_set: Callable[[list[str], list[str], int], Result], hypothesis_sets: Iterable[Sequence[str]],
-          reference_sets: Iterable[Sequence[str]], threads: int, normalize: str | None = None,
+def batch(settings: Settings, score_set: Callable[[list[str], list[str], int], Result],
+          hypothesis_sets: Iterable[Sequence[str]], reference_sets: Iterable[Sequence[str]], threads: int,
           result_size: Callable[[int, int], int] = lambda hypotheses, references: hypotheses) -> list[Result]:
     """score_set over every (checked) candidate set and its references, in order: the sets spread over the threads in
     contiguous blocks, a single set over them by rows. ``result_size``: the floats one set's result holds (from its
@@ -160,7 +162,7 @@ def batch(score_set: Callable[[list[str], list[str], int], Result], hypothesis_s
     if len(given_sets[0]) != len(given_sets[1]):
         raise InvalidInputError("reference_sets", f"must have as many sets as hypothesis_sets "
                                                   f"({len(given_sets[0])}), got {len(given_sets[1])}")
-    sets = [checked(hypotheses, references, normalize, (f"hypothesis_sets[{k}]", f"reference_sets[{k}]"))
+    sets = [checked(settings, hypotheses, references, (f"hypothesis_sets[{k}]", f"reference_sets[{k}]"))
             for k, (hypotheses, references) in enumerate(zip(*given_sets))]
     room_for_results(sum(result_size(len(hypotheses), len(references)) for hypotheses, references in sets),
                      len(sets))

@@ -36,13 +36,13 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 
 from . import mbr
 from .contract import TEXT_KEYS
-from .counts import Counts, count_segments, system_counts
+from .counts import Counts
 from .errors import InvalidInputError
 from .formula import exact_score, float_scores
 from .report import Report, report_of
 from .settings import ChrfSettings, difference
-from .streams import References, best_of, best_rows, chunks_of, present, segment_rows, sides_of
-from .texts import check_chunk, check_flag, check_side, normalized
+from .streams import References, best_rows, chunks_of, corpus_counts, segment_rows, sides_of, systems_rows
+from .texts import check_flag, check_side
 
 if TYPE_CHECKING:
     import numpy
@@ -73,31 +73,13 @@ class CHRF(ChrfSettings):
         references per segment instead (Hugging Face's and torchmetrics' layout; read whole). A list of N lists of N
         texts for N >= 2 hypotheses, which both layouts could mean, is refused unless ``references_per_segment``
         says which (False: sacreBLEU's)."""
-        return report_of(*self._counted(hypotheses, references, references_per_segment))
+        return report_of(*corpus_counts(self, hypotheses, references, references_per_segment))
 
     def corpus_counts(self, hypotheses: Iterable[str], references: References, *,
                       references_per_segment: bool | None = None) -> Counts:
         """The per-order counts behind :meth:`corpus_score`: mergeable with other segments' counts
         (:meth:`Counts.merge`), scored by :meth:`report`."""
-        return self._counted(hypotheses, references, references_per_segment)[0]
-
-    def _counted(self, hypotheses: Iterable[str], references: References,
-                 references_per_segment: bool | None) -> tuple[Counts, int | str]:
-        """The corpus counts and the number of references per segment (sacreBLEU's nrefs: "var" where it varies)."""
-        parts = []
-        reference_counts: set[int] = set()
-        for hypothesis_chunk, reference_chunks in chunks_of(sides_of(hypotheses, references, references_per_segment,
-                                                                   self.normalize)):
-            if len(reference_chunks) == 1:
-                reference_counts.add(1)
-                parts.append(count_segments(hypothesis_chunk, reference_chunks[0], self))
-                continue
-            reference_counts.update(len(texts) - texts.count(None) for texts in zip(*reference_chunks))
-            parts.append(Counts.of_array(self, len(hypothesis_chunk),
-                                         best_rows(self, hypothesis_chunk, reference_chunks).sum(axis=0)))
-        if not parts:
-            raise InvalidInputError(TEXT_KEYS[0], "at least 1 segment, got 0")
-        return Counts.merge(parts), reference_counts.pop() if len(reference_counts) == 1 else "var"
+        return corpus_counts(self, hypotheses, references, references_per_segment)[0]
 
     def sentence_score(self, hypothesis: str, references: str | Sequence[str | None]) -> Report:
         """One segment's score (sacreBLEU's ``sentence_score``): ``references`` a list of its references (against
@@ -126,7 +108,7 @@ class CHRF(ChrfSettings):
         an iterator that reads the segments as it goes; with ``exact``, an iterator of exact Fractions. The floats
         come from one vectorised formula, within 1e-12 of the exact value (which ``exact`` gives). ``references``
         and ``references_per_segment`` as for :meth:`corpus_score`."""
-        sides = sides_of(hypotheses, references, references_per_segment, self.normalize)
+        sides = sides_of(self, hypotheses, references, references_per_segment)
         if check_flag("exact", exact):
             return (exact_score(self, orders) for orders in segment_rows(self, sides))
         floats = (float_scores(self, best_rows(self, *chunk)) for chunk in chunks_of(sides))
@@ -140,7 +122,7 @@ class CHRF(ChrfSettings):
     def segment_reports(self, hypotheses: Iterable[str], references: References, *,
                         references_per_segment: bool | None = None) -> Iterator[Report]:
         """Each segment's own report, in order, as the segments are read."""
-        sides = sides_of(hypotheses, references, references_per_segment, self.normalize)
+        sides = sides_of(self, hypotheses, references, references_per_segment)
         return (report_of(Counts(self, 1, orders)) for orders in segment_rows(self, sides))
 
     def pairwise(self, hypotheses: Sequence[str], references: Sequence[str], *,
@@ -149,7 +131,7 @@ class CHRF(ChrfSettings):
         NumPy array shaped (len(hypotheses), len(references)), each entry correctly rounded from its exact
         fraction. Each text's n-grams are counted once; the native kernel runs on ``threads`` threads (default:
         every core) without the GIL. The texts together may hold at most MAX_TEXT_LENGTH code points."""
-        return mbr.pairwise(self, *mbr.checked(hypotheses, references, self.normalize), mbr.thread_count(threads))
+        return mbr.pairwise(self, *mbr.checked(self, hypotheses, references), mbr.thread_count(threads))
 
     @overload
     def aggregate(self, hypotheses: Sequence[str], references: Sequence[str], *, exact: Literal[False] = False,
@@ -173,21 +155,20 @@ class CHRF(ChrfSettings):
         >>> CHRF().aggregate(["a cat", "the dog"], ["the cat", "a dog"], weights=[3, 1]).round(4).tolist()
         [28.0383, 21.5498]
         """
-        return mbr.aggregate(self, *mbr.checked(hypotheses, references, self.normalize), mbr.thread_count(threads),
-                             exact, weights)
+        return mbr.aggregate(self, *mbr.checked(self, hypotheses, references), mbr.thread_count(threads), exact,
+                             weights)
 
     def pairwise_batch(self, hypothesis_sets: Sequence[Sequence[str]], reference_sets: Sequence[Sequence[str]], *,
                        threads: int | None = None) -> list[numpy.ndarray]:
         """:meth:`pairwise` for many candidate sets (one per source sentence) in one call, the sets spread over
         ``threads`` threads (default: every core): one matrix per set, in order."""
-        return mbr.batch(self._pairwise_of, hypothesis_sets, reference_sets, mbr.thread_count(threads),
-                         self.normalize, lambda hypotheses, references: hypotheses * references)
+        return mbr.batch(self, self._pairwise_of, hypothesis_sets, reference_sets, mbr.thread_count(threads),
+                         lambda hypotheses, references: hypotheses * references)
 
     def aggregate_batch(self, hypothesis_sets: Sequence[Sequence[str]], reference_sets: Sequence[Sequence[str]], *,
                         threads: int | None = None) -> list[numpy.ndarray]:
         """:meth:`aggregate` for many candidate sets in one call, spread over the threads: one array per set."""
-        return mbr.batch(self._aggregate_of, hypothesis_sets, reference_sets, mbr.thread_count(threads),
-                         self.normalize)
+        return mbr.batch(self, self._aggregate_of, hypothesis_sets, reference_sets, mbr.thread_count(threads))
 
     def _pairwise_of(self, hypotheses: list[str], references: list[str], threads: int) -> numpy.ndarray:
         return mbr.pairwise(self, hypotheses, references, threads)
@@ -205,8 +186,8 @@ class CHRF(ChrfSettings):
         reference streams, each segment's counts against its best reference (as :meth:`corpus_score`)."""
         import numpy
 
-        rows = [best_rows(self, *chunk) for chunk in chunks_of(sides_of(hypotheses, references,
-                                                                      references_per_segment, self.normalize))]
+        rows = [best_rows(self, *chunk) for chunk in chunks_of(sides_of(self, hypotheses, references,
+                                                                      references_per_segment))]
         if len(rows) == 1:
             return rows[0]
         return numpy.concatenate(rows) if rows else numpy.empty((0, self.orders, 3), dtype=numpy.int64)
@@ -216,36 +197,7 @@ class CHRF(ChrfSettings):
         """Several systems' own segment counts against the same references: an int64 NumPy array shaped (systems,
         segments, orders, 3), for each system what :meth:`segment_counts` gives, each reference counted once per
         segment rather than once per system (comparing systems). Line-aligned texts, checked."""
-        import numpy
-
-        check_side("hypothesis_sets", hypothesis_sets)
-        systems = list(hypothesis_sets)
-        if not systems:
-            raise InvalidInputError("hypothesis_sets", "at least 1 system, got 0")
-        for index, system in enumerate(systems):
-            check_side(f"hypothesis_sets[{index}]", system)
-            if not isinstance(system, Sequence):  # a NumPy array, a generator: read whole
-                systems[index] = system = list(system)
-            if len(system) != len(systems[0]):
-                raise InvalidInputError(f"hypothesis_sets[{index}]", f"must have as many segments as the first "
-                                                                     f"system, {len(systems[0])}, got {len(system)}")
-        parts, offset = [], 0
-        for first, reference_chunks in chunks_of(sides_of(systems[0], references, references_per_segment,
-                                                        self.normalize)):
-            chunks = [first] + [system[offset:offset + len(first)] for system in systems[1:]]
-            for index, chunk in enumerate(chunks[1:], 1):
-                try:
-                    check_chunk(TEXT_KEYS[0], chunk, offset)
-                    chunks[index] = list(normalized(TEXT_KEYS[0], chunk, self.normalize, offset))
-                except InvalidInputError as error:
-                    raise InvalidInputError(f"hypothesis_sets[{index}]", error.detail, index=error.index) from None
-            rows = numpy.stack([system_counts(chunks, present(stream), self) for stream in reference_chunks])
-            parts.append(rows[0] if len(reference_chunks) == 1 else numpy.stack(
-                [best_of(self, rows[:, system], reference_chunks) for system in range(len(chunks))]))
-            offset += len(first)
-        if not parts:
-            return numpy.empty((len(systems), 0, self.orders, 3), dtype=numpy.int64)
-        return parts[0] if len(parts) == 1 else numpy.concatenate(parts, axis=1)
+        return systems_rows(self, hypothesis_sets, references, references_per_segment)
 
     def report(self, counts: Counts) -> Report:
         """The report of counts made with these settings (:meth:`corpus_counts`, merged ones, read-back ones): as

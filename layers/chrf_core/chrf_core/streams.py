@@ -9,7 +9,7 @@ from itertools import chain, islice
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .contract import TEXT_KEYS, Settings
-from .counts import segment_counts
+from .counts import Counts, count_segments, segment_counts, system_counts
 from .errors import InvalidInputError
 from .formula import sacrebleu_scores
 from .kernel import Triple
@@ -41,12 +41,14 @@ PER_SEGMENT = ("if each inner list holds one segment's references (Hugging Face'
                "references_per_segment=True")
 
 
-def sides_of(hypotheses: Iterable[str], references: References, per_segment: bool | None = None,
-             normalize: str | None = None) -> Sides:
-    """The hypotheses and the reference streams: ``references`` as sacreBLEU takes it, a list of streams (one per
+def sides_of(settings: Settings, hypotheses: Iterable[str], references: References,
+             per_segment: bool | None = None) -> Sides:
+    """The hypotheses and the reference streams, read under ``settings`` (their ``normalize``): ``references`` as
+    sacreBLEU takes it, a list of streams (one per
     reference translation, ``None`` where a segment lacks that one), or a single stream itself; with
     ``per_segment``, one list of references per segment, turned into streams. A layout is never guessed: N lists of
     N texts for N >= 2 hypotheses, which both could mean, need ``per_segment`` to say which."""
+    normalize = settings.normalize
     check_side(TEXT_KEYS[0], hypotheses)
     check_side(TEXT_KEYS[1], references)
     if per_segment is not None:
@@ -183,3 +185,58 @@ def best_of(settings: Settings, rows: numpy.ndarray, references: list[list[Any]]
     best = scores.argmax(axis=0)  # the first of equals: sacreBLEU keeps a reference only if strictly better
     chosen: numpy.ndarray = rows[best, numpy.arange(rows.shape[1])]
     return chosen
+
+
+def corpus_counts(settings: Settings, hypotheses: Iterable[str], references: References,
+                  per_segment: bool | None) -> tuple[Counts, int | str]:
+    """The corpus counts of line-aligned segments read a chunk at a time, each against its best reference, and the
+    number of references per segment (sacreBLEU's nrefs: "var" where it varies)."""
+    parts = []
+    reference_counts: set[int] = set()
+    for hypothesis_chunk, reference_chunks in chunks_of(sides_of(settings, hypotheses, references, per_segment)):
+        if len(reference_chunks) == 1:
+            reference_counts.add(1)
+            parts.append(count_segments(hypothesis_chunk, reference_chunks[0], settings))
+            continue
+        reference_counts.update(len(texts) - texts.count(None) for texts in zip(*reference_chunks))
+        parts.append(Counts.of_array(settings, len(hypothesis_chunk),
+                                     best_rows(settings, hypothesis_chunk, reference_chunks).sum(axis=0)))
+    if not parts:
+        raise InvalidInputError(TEXT_KEYS[0], "at least 1 segment, got 0")
+    return Counts.merge(parts), reference_counts.pop() if len(reference_counts) == 1 else "var"
+
+
+def systems_rows(settings: Settings, hypothesis_sets: Sequence[Sequence[str]], references: References,
+                 per_segment: bool | None) -> numpy.ndarray:
+    """Several systems' own segment counts against the same references, shaped (systems, segments, orders, 3),
+    each reference counted once per segment: the first system read with the references a chunk at a time, the
+    others (sequences, or read whole) cut alongside."""
+    import numpy
+
+    check_side("hypothesis_sets", hypothesis_sets)
+    systems = list(hypothesis_sets)
+    if not systems:
+        raise InvalidInputError("hypothesis_sets", "at least 1 system, got 0")
+    for index, system in enumerate(systems):
+        check_side(f"hypothesis_sets[{index}]", system)
+        if not isinstance(system, Sequence):  # a NumPy array, a generator: read whole
+            systems[index] = system = list(system)
+        if len(system) != len(systems[0]):
+            raise InvalidInputError(f"hypothesis_sets[{index}]", f"must have as many segments as the first "
+                                                                 f"system, {len(systems[0])}, got {len(system)}")
+    parts, offset = [], 0
+    for first, reference_chunks in chunks_of(sides_of(settings, systems[0], references, per_segment)):
+        chunks = [first] + [system[offset:offset + len(first)] for system in systems[1:]]
+        for index, chunk in enumerate(chunks[1:], 1):
+            try:
+                check_chunk(TEXT_KEYS[0], chunk, offset)
+                chunks[index] = list(normalized(TEXT_KEYS[0], chunk, settings.normalize, offset))
+            except InvalidInputError as error:
+                raise InvalidInputError(f"hypothesis_sets[{index}]", error.detail, index=error.index) from None
+        rows = numpy.stack([system_counts(chunks, present(stream), settings) for stream in reference_chunks])
+        parts.append(rows[0] if len(reference_chunks) == 1 else numpy.stack(
+            [best_of(settings, rows[:, system], reference_chunks) for system in range(len(chunks))]))
+        offset += len(first)
+    if not parts:
+        return numpy.empty((len(systems), 0, settings.orders, 3), dtype=numpy.int64)
+    return parts[0] if len(parts) == 1 else numpy.concatenate(parts, axis=1)
