@@ -354,7 +354,8 @@ def run_local_pipeline(files: list[LineFile], settings: chrf_core.CHRF, template
     """The same flow on this machine with nothing deployed: against `serve` on 127.0.0.1 (LocalStack: Lambda, S3
     and Step Functions on one port, the template's state machine on the local runner), stopped at the end. Quiet
     but for progress on a terminal; the functions' logs go to ``log`` if given."""
-    from chrf_components_local.pipeline import REGION, LocalStack, PipelineError
+    from chrf_components_local.definitions import REGION, PipelineError
+    from chrf_components_local.pipeline import LocalStack
     from chrf_components_local.template import TemplateError
 
     from .common import CommandError

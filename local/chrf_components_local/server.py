@@ -44,9 +44,9 @@ from chrf_core.contract import EXECUTE_PATH
 
 from . import template as sam_template
 from .answers import lambda_error
+from .definitions import local_buckets
 from .http_api import HttpApi
 from .invoke_api import INVOKE_PATH, InvokeApi
-from .pipeline import local_buckets
 from .runtime import Functions
 
 CONNECTION_TIMEOUT = 30  # seconds a connection may stay idle before the server closes it

@@ -128,7 +128,7 @@ class StepFunctionsApi:
     once the server's address is known) in ``region``."""
 
     def __init__(self, template_path: pathlib.Path, region: str, services: Callable[[], states.Services]) -> None:
-        from .pipeline import PipelineError, load_definition, state_machine_ids
+        from .definitions import PipelineError, load_definition, state_machine_ids
 
         self.region, self.make_services = region, services
         self.map_runs = states.MapRuns()

@@ -1,6 +1,6 @@
 """The corpus pipeline's state machine as the tests run it: the local runner (chrf_components_local.states) on the
 definition the template deploys (statemachine/corpus_pipeline.asl.json with its DefinitionSubstitutions, read by
-chrf_components_local.pipeline.load_definition), never a copy of it.
+chrf_components_local.definitions.load_definition), never a copy of it.
 
 Its Lambda tasks reach the handlers in this process through the Lambda runtime's own marshalling
 (runtime.run_invocation: the payload parsed from JSON bytes, the result or the error payload serialised back), one
@@ -15,12 +15,12 @@ import uuid
 from aws_stand_ins import RUNNER_MAP_RUNS
 from support import ROOT
 
-from chrf_components_local import pipeline, runtime, states
+from chrf_components_local import definitions, runtime, states
 from chrf_components_local.template import LambdaContext
 
 TEMPLATE = ROOT / "template.yaml"
-DEFINITION, NAME = pipeline.load_definition(TEMPLATE)
-RESULTS_BUCKET = pipeline.local_buckets(pipeline.sam_template.load_template(TEMPLATE))["CorpusBucket"]
+DEFINITION, NAME = definitions.load_definition(TEMPLATE)
+RESULTS_BUCKET = definitions.local_buckets(definitions.sam_template.load_template(TEMPLATE))["CorpusBucket"]
 
 
 def function_name(function):

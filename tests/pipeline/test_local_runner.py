@@ -10,7 +10,7 @@ import chrf_core
 import local_runner
 import pytest
 
-from chrf_components_local import pipeline, states
+from chrf_components_local import definitions, states
 from chrf_components_local.states import LAMBDA_INVOKE, S3_GET_OBJECT, S3_PUT_OBJECT, LambdaAnswer, StatesError
 
 DOCS = "https://docs.aws.amazon.com/step-functions/latest/dg/"
@@ -425,9 +425,9 @@ def test_a_template_whose_substitution_the_runner_cannot_resolve_is_refused_by_n
                 .replace("ResultsPrefix: map-results", "ResultsPrefix: !ImportValue SharedPrefix"))
     (tmp_path / "template.yaml").write_text(template, encoding="utf-8")
     (tmp_path / "statemachine").symlink_to(local_runner.TEMPLATE.parent / "statemachine")
-    with pytest.raises(pipeline.PipelineError, match=r"DefinitionSubstitutions.ResultsPrefix: the local runner does "
+    with pytest.raises(definitions.PipelineError, match=r"DefinitionSubstitutions.ResultsPrefix: the local runner does "
                                                      r'not resolve \{"Fn::ImportValue": "SharedPrefix"\}'):
-        pipeline.load_definition(tmp_path / "template.yaml")
+        definitions.load_definition(tmp_path / "template.yaml")
 
 
 SHAPES = [  # on 72c9660 each was a traceback (TypeError) or accepted; AWS rejects each
@@ -490,8 +490,8 @@ def test_a_definition_file_is_read_with_a_bound_and_refused_in_one_line(tmp_path
     (tmp_path / "template.yaml").write_text(template, encoding="utf-8")
     expected = {"/dev/zero": "not a regular file", "fifo": "not a regular file", "huge": "larger than 1048576 bytes",
                 "deep": "nested"}[target]
-    with pytest.raises(pipeline.PipelineError, match=expected):
-        pipeline.load_definition(tmp_path / "template.yaml")
+    with pytest.raises(definitions.PipelineError, match=expected):
+        definitions.load_definition(tmp_path / "template.yaml")
 
 
 # ---- the real definition drives the run ----------------------------------------------------------------------------

@@ -243,7 +243,8 @@ def test_the_corpus_pipeline_with_invalid_input_fails_naming_the_line_through_sa
     through start-lambda (or `serve`), the rest as `pipeline run --local` runs it (the merge reads S3 on this
     machine's loopback, which functions in SAM's containers do not reach)."""
     from chrf_components_local import states
-    from chrf_components_local.pipeline import LocalStack, load_definition
+    from chrf_components_local.definitions import load_definition
+    from chrf_components_local.pipeline import LocalStack
 
     items = [{"hypothesis": f"the cat sat {k}", "reference": "the cat sat down"} for k in range(600)]
     items[400] = {"hypothesis": 5, "reference": "a"}
