@@ -87,6 +87,8 @@ TYPE_TESTS = {"IsNull": lambda value: value is None, "IsString": lambda value: i
               "IsNumeric": lambda value: isinstance(value, (int, float)) and not isinstance(value, bool)}
 PATH_STEP = re.compile(r"\.([^.\[\]\s'\"*@()?,]+)|\['([^'\\]*)'\]|\[(\d+)\]")
 INTRINSIC = re.compile(r"(States\.[A-Za-z0-9]+)\(")
+Predicate = Callable[[Any, "Context"], bool]  # a Choice rule as it runs: whether it holds of a state's data
+Rules = dict[int, Predicate]  # a machine's Choice rules, by the identity of the rule's object in the definition
 
 
 class NotImplementedByRunner(Exception):
@@ -270,9 +272,12 @@ def check_error_names(entry: dict[str, Any], where: str, field: str, last: bool)
         raise refuse(where, f"{field}.ErrorEquals States.ALL before the last one (AWS requires it last)")
 
 
-def check_machine(machine: Any, where: str = "the definition", child: bool = False) -> None:
+def check_machine(machine: Any, where: str = "the definition", child: bool = False,
+                  rules: Rules | None = None) -> Rules:
     """A state machine (or a Map's ItemProcessor): StartAt, States, each state's fields and their types and AWS's
-    ranges; Next targets exist. Whatever the shape, the answer is this or NotImplementedByRunner, in one line."""
+    ranges; Next targets exist. Whatever the shape, the answer is this or NotImplementedByRunner, in one line. Its
+    Choice rules (its ItemProcessors' too), read once: each rule's predicate, by the rule's identity."""
+    rules = {} if rules is None else rules
     if not child:
         try:
             json.dumps(machine, ensure_ascii=False).encode("utf-8")
@@ -287,7 +292,8 @@ def check_machine(machine: Any, where: str = "the definition", child: bool = Fal
     if not isinstance(states, dict) or not states or not names_state(machine.get("StartAt"), states):
         raise refuse(where, "a machine without States or whose StartAt names no state")
     for name, state in states.items():
-        check_state(name, state, states)
+        check_state(name, state, states, rules)
+    return rules
 
 
 def names_state(value: Any, states: dict[str, Any]) -> bool:
@@ -300,7 +306,7 @@ def check_comment(value: dict[str, Any], where: str) -> None:
         raise refuse(where, "a Comment that is not a string")
 
 
-def check_state(name: str, state: Any, states: dict[str, Any]) -> None:
+def check_state(name: str, state: Any, states: dict[str, Any], rules: Rules) -> None:
     where = f"state {name}"
     kind = state.get("Type") if isinstance(state, dict) else None
     if kind not in STATE_FIELDS:
@@ -344,13 +350,13 @@ def check_state(name: str, state: Any, states: dict[str, Any]) -> None:
     if kind == "Task":
         check_task(state, where)
     elif kind == "Map":
-        check_map(state, where)
+        check_map(state, where, rules)
     elif kind == "Choice":
         choices = state.get("Choices")
         if not isinstance(choices, list) or not choices:
             raise refuse(where, "a Choice state without Choices")
         for number, rule in enumerate(choices):
-            check_rule(rule, where, f"Choices[{number}]", top=True)
+            rules[id(rule)] = check_rule(rule, where, f"Choices[{number}]", top=True)
             if not names_state(rule.get("Next"), states):
                 raise refuse(where, f"Choices[{number}].Next {rule.get('Next')!r}, which names no state")
         if "Default" in state and not names_state(state["Default"], states):
@@ -375,7 +381,7 @@ def check_task(state: dict[str, Any], where: str) -> None:
             raise refuse(where, f"{LAMBDA_INVOKE} without Parameters.{required}")
 
 
-def check_map(state: dict[str, Any], where: str) -> None:
+def check_map(state: dict[str, Any], where: str, rules: Rules) -> None:
     processor = state.get("ItemProcessor")
     config = check_fields(processor.get("ProcessorConfig", {}) if isinstance(processor, dict) else None,
                           {"Mode", "ExecutionType"}, where, "ItemProcessor.ProcessorConfig")
@@ -383,7 +389,7 @@ def check_map(state: dict[str, Any], where: str) -> None:
         raise refuse(where, f"ItemProcessor.ProcessorConfig.Mode {config.get('Mode', 'INLINE')} (only DISTRIBUTED)")
     if config.get("ExecutionType") not in ("EXPRESS", "STANDARD"):
         raise refuse(where, f"ItemProcessor.ProcessorConfig.ExecutionType {config.get('ExecutionType')!r}")
-    check_machine(processor, f"{where} (ItemProcessor)", child=True)
+    check_machine(processor, f"{where} (ItemProcessor)", child=True, rules=rules)
     reader = check_fields(state.get("ItemReader"), {"Resource", "ReaderConfig", "Parameters"}, where, "ItemReader")
     if reader.get("Resource") != S3_GET_OBJECT:
         raise refuse(where, f"ItemReader.Resource {reader.get('Resource')!r} (only {S3_GET_OBJECT})")
@@ -424,7 +430,9 @@ def check_map(state: dict[str, Any], where: str) -> None:
             raise refuse(where, "ResultWriter.Parameters other than Bucket and Prefix")
 
 
-def check_rule(rule: Any, where: str, field: str, top: bool = False) -> None:
+def check_rule(rule: Any, where: str, field: str, top: bool = False) -> Predicate:
+    """A Choice rule, checked (one operator, AWS's operand types, paths that parse), and what it is when it runs:
+    whether it holds of a state's data (read once: the runner only calls it)."""
     allowed = {"Next", "Comment"} if top else {"Comment"}
     if not isinstance(rule, dict):
         raise refuse(where, f"{field} that is not a JSON object")
@@ -435,24 +443,46 @@ def check_rule(rule: Any, where: str, field: str, top: bool = False) -> None:
     if operator in ("And", "Or"):
         if not isinstance(rule[operator], list) or not rule[operator]:
             raise refuse(where, f"{field}.{operator} that is not a non-empty list")
-        for number, inner in enumerate(rule[operator]):
-            check_rule(inner, where, f"{field}.{operator}[{number}]")
-        return
+        inner = [check_rule(each, where, f"{field}.{operator}[{number}]") for number, each in enumerate(rule[operator])]
+        combined = all if operator == "And" else any
+        return lambda data, context: combined(holds(data, context) for holds in inner)
     if operator == "Not":
-        check_rule(rule["Not"], where, f"{field}.Not")
-        return
+        negated = check_rule(rule["Not"], where, f"{field}.Not")
+        return lambda data, context: not negated(data, context)
     base = operator.removesuffix("Path")
     if base not in COMPARISONS and operator not in TYPE_TESTS and operator != "IsPresent":
         raise refuse(where, f"the Choice operator {operator} (in {field})")
     parse_path(rule.get("Variable"), where, f"{field}.Variable")
+    variable: str = rule["Variable"]
+    operand = rule[operator]
     if operator.endswith("Path") and base in COMPARISONS:
-        parse_path(rule[operator], where, f"{field}.{operator}")
-        return
-    value = rule[operator]
-    kinds = COMPARISONS[operator][0] if operator in COMPARISONS else bool
-    if not isinstance(value, kinds) or (kinds is not bool and isinstance(value, bool)):
-        wanted = {str: "a string", bool: "true or false"}.get(kinds, "a number")
-        raise refuse(where, f"{field}.{operator} {json.dumps(value)[:40]} (AWS requires {wanted})")
+        parse_path(operand, where, f"{field}.{operator}")
+    else:
+        kinds = COMPARISONS[operator][0] if operator in COMPARISONS else bool
+        if not isinstance(operand, kinds) or (kinds is not bool and isinstance(operand, bool)):
+            wanted = {str: "a string", bool: "true or false"}.get(kinds, "a number")
+            raise refuse(where, f"{field}.{operator} {json.dumps(operand)[:40]} (AWS requires {wanted})")
+    if operator == "IsPresent":
+        def present(data: Any, context: Context) -> bool:
+            try:
+                resolve(variable, data, context, "Variable")
+            except StatesError:
+                return operand is False
+            return operand is True
+        return present
+    if operator in TYPE_TESTS:
+        test: Callable[[Any], bool] = TYPE_TESTS[operator]
+        return lambda data, context: test(resolve(variable, data, context, "Variable")) is operand
+    kinds, compare = COMPARISONS[base]
+    numeric = operator.startswith("Numeric")
+
+    def compared(data: Any, context: Context) -> bool:
+        value = resolve(variable, data, context, "Variable")
+        other = resolve(operand, data, context, operator) if operator.endswith("Path") else operand
+        if numeric and (type(value) is bool or type(other) is bool):
+            return False
+        return isinstance(value, kinds) and isinstance(other, kinds) and bool(compare(value, other))
+    return compared
 
 
 # ---- paths and payload templates -----------------------------------------------------------------------------------
@@ -677,7 +707,7 @@ class StateMachine:
 
     def __init__(self, definition: dict[str, Any], name: str, services: Services,
                  region: str = LOCAL_REGION) -> None:
-        check_machine(definition)
+        self.rules = check_machine(definition)
         self.definition, self.name, self.services, self.region = definition, name, services, region
         self.arn = self.arn_of(f"stateMachine:{name}")
 
@@ -773,34 +803,11 @@ class StateMachine:
 
     def choose(self, state: dict[str, Any], data: Any, context: Context, name: str) -> str:
         for rule in state["Choices"]:
-            if self.holds(rule, data, context):
+            if self.rules[id(rule)](data, context):
                 return str(rule["Next"])
         if "Default" in state:
             return str(state["Default"])
         raise StatesError("States.NoChoiceMatched", f"No Choice Rules matched in state {name}, and no Default")
-
-    def holds(self, rule: dict[str, Any], data: Any, context: Context) -> bool:
-        if "And" in rule:
-            return all(self.holds(inner, data, context) for inner in rule["And"])
-        if "Or" in rule:
-            return any(self.holds(inner, data, context) for inner in rule["Or"])
-        if "Not" in rule:
-            return not self.holds(rule["Not"], data, context)
-        operator = next(key for key in rule if key not in ("Variable", "Next", "Comment"))
-        if operator == "IsPresent":
-            try:
-                resolve(rule["Variable"], data, context, "Variable")
-            except StatesError:
-                return rule[operator] is False
-            return rule[operator] is True
-        value = resolve(rule["Variable"], data, context, "Variable")
-        if operator in TYPE_TESTS:
-            return TYPE_TESTS[operator](value) is rule[operator]
-        kinds, compare = COMPARISONS[operator.removesuffix("Path")]
-        other = resolve(rule[operator], data, context, operator) if operator.endswith("Path") else rule[operator]
-        if operator.startswith("Numeric") and (type(value) is bool or type(other) is bool):
-            return False
-        return isinstance(value, kinds) and isinstance(other, kinds) and bool(compare(value, other))
 
     # ---- Task: arn:aws:states:::lambda:invoke ----
 

@@ -288,6 +288,38 @@ def test_pass_choice_and_fail_follow_their_pages(s3):
     assert run(s3, no_default, {"n": 3}).error == "States.NoChoiceMatched"
 
 
+DATA = {"n": 3, "x": 2.5, "flag": True, "s": "abc", "t": "abd", "none": None, "list": [1], "same": 3}
+
+
+@pytest.mark.parametrize(("rule", "holds"), [
+    ({"Variable": "$.n", "NumericEquals": 3}, True), ({"Variable": "$.n", "NumericLessThan": 3}, False),
+    ({"Variable": "$.x", "NumericGreaterThanEquals": 2.5}, True),
+    ({"Variable": "$.n", "NumericLessThanEquals": 2}, False),
+    ({"Variable": "$.flag", "NumericEquals": 1}, False),  # a boolean is no number
+    ({"Variable": "$.n", "NumericEqualsPath": "$.same"}, True),
+    ({"Variable": "$.n", "NumericLessThanPath": "$.x"}, False),
+    ({"Variable": "$.s", "StringLessThan": "abd"}, True), ({"Variable": "$.s", "StringLessThanPath": "$.t"}, True),
+    ({"Variable": "$.s", "StringGreaterThanEquals": "abc"}, True), ({"Variable": "$.n", "StringEquals": "3"}, False),
+    ({"Variable": "$.flag", "BooleanEquals": True}, True),
+    ({"Variable": "$.flag", "BooleanEqualsPath": "$.flag"}, True),
+    ({"Variable": "$.none", "IsNull": True}, True), ({"Variable": "$.n", "IsString": False}, True),
+    ({"Variable": "$.flag", "IsNumeric": True}, False), ({"Variable": "$.flag", "IsBoolean": True}, True),
+    ({"Variable": "$.missing", "IsPresent": False}, True), ({"Variable": "$.list", "IsPresent": True}, True),
+    ({"Not": {"Variable": "$.n", "NumericEquals": 3}}, False),
+    ({"Or": [{"Variable": "$.n", "NumericEquals": 4}, {"Variable": "$.s", "StringEquals": "abc"}]}, True),
+    ({"And": [{"Variable": "$.n", "NumericEquals": 3}, {"Not": {"Variable": "$.flag", "BooleanEquals": True}}]},
+     False),
+])
+def test_every_choice_operator_reads_as_aws_documents_it(s3, rule, holds):
+    """state-choice.html, read once when the definition is (issue 56: the runner no longer reads each rule again
+    at every Choice): a type mismatch is false, not an error; IsPresent tests the path; And, Or and Not nest."""
+    definition = {"StartAt": "C", "States": {"C": {"Type": "Choice", "Choices": [{**rule, "Next": "Yes"}],
+                                                  "Default": "No"},
+                                            "Yes": {"Type": "Pass", "Result": "yes", "End": True},
+                                            "No": {"Type": "Pass", "Result": "no", "End": True}}}
+    assert output(run(s3, definition, DATA)) == ("yes" if holds else "no")
+
+
 # ---- Tolerated failures and ResultWriter ---------------------------------------------------------------------------
 
 
