@@ -173,7 +173,7 @@ def test_a_few_hypotheses_count_only_their_own_ngrams_in_the_references_and_get_
 def test_a_tiny_share_recounts_its_undecided_hypotheses_without_counting_every_ngram_of_the_references(monkeypatch):
     """Issue 57 item 8: one tiny weight share sent its few undecided hypotheses to Python, which counted every
     n-gram of every reference (1.29 s beside 0.14 s unweighted at 5000 x 5000; now 0.28 s). ``ngrams`` (what
-    counts a text's every n-gram) is now called for the undecided hypotheses alone."""
+    counts a text's every n-gram) is now called for the undecided hypotheses alone (2,408 calls before, 8 now)."""
     if "native" not in kernel_module.KERNELS:
         pytest.skip("not in this run: the native kernel is not loaded here (its fallback is what is tested)")
     from chrf_core import python_kernel
