@@ -192,7 +192,7 @@ static inline int count_by_code(Work *work, const Segment *t, int orders, int64_
         span *= base;
         int64_t matched = 0;
         for (size_t k = 0; k < t->texts; k++) {
-            const size_t length = counted_length(t, k), positions = length >= (size_t)n ? length - n + 1 : 0;
+            const size_t length = counted_length(t, k), positions = ngrams_in(length, n);
             const uint32_t *unit = t->units[k] + n - 1;
             uint32_t *codes = work->cls + t->bases[k];
             t->alive_counts[k] = positions;

@@ -92,8 +92,7 @@ static int units_stage(Build *b, int kind, size_t k, int worker) {
         const size_t length = texts->start[t + 1] - texts->start[t];
         size_t total = b->cursor[kind];
         if (kind == 0) {
-            for (size_t i = 0; i < length; i++)
-                if (b->keep_whitespace || !is_space(text[i])) units[total++] = text[i];
+            total += counted_characters(units + total, text, length, b->keep_whitespace);
         } else {
             const size_t count = tokenize(&b->tokens, text, length, units + total, &b->token_ids);
             if (count == TOKENIZE_INTERRUPTED) return 1;
@@ -259,7 +258,7 @@ static int corpus_rows(Corpus *corpus, Build *b, int char_order, int orders) {
         for (int o = 0; o < orders; o++) {
             const int kind = o >= char_order, n = kind ? o - char_order + 1 : o + 1;
             const size_t length = corpus->unit_start[kind][t + 1] - corpus->unit_start[kind][t];
-            corpus->totals[t * orders + o] = length >= (size_t)n ? (uint32_t)(length - n + 1) : 0;
+            corpus->totals[t * orders + o] = (uint32_t)ngrams_in(length, n);
             ngrams += corpus->totals[t * orders + o];
         }
         if (ngrams > corpus->longest) corpus->longest = ngrams;

@@ -127,12 +127,12 @@ static int count_orders(Work *work, Sides s, int swap, int orders, int64_t *out)
     int64_t paired[MAX_ORDERS + 2] = {0}; /* difference array: matches of unique pairs per order */
     const size_t length_h = s.lengths[swap], length_r = s.lengths[!swap];
     for (int n = 1; n <= orders; n++) {
-        out[3 * (n - 1)] += length_h >= (size_t)n ? (int64_t)(length_h - n + 1) : 0;
-        out[3 * (n - 1) + 1] += length_r >= (size_t)n ? (int64_t)(length_r - n + 1) : 0;
+        out[3 * (n - 1)] += (int64_t)ngrams_in(length_h, n);
+        out[3 * (n - 1) + 1] += (int64_t)ngrams_in(length_r, n);
     }
     if (length_h == 0 || length_r == 0) return 0;
     if (identical_sides(&s)) {
-        for (int n = 1; n <= orders && (size_t)n <= length_h; n++) out[3 * (n - 1) + 2] += (int64_t)(length_h - n + 1);
+        for (int n = 1; n <= orders; n++) out[3 * (n - 1) + 2] += (int64_t)ngrams_in(length_h, n);
         return 0;
     }
     s.bases[0] = 0;
@@ -239,13 +239,8 @@ int count_segment(Work *work, size_t length_h, size_t length_r, int char_order, 
     if (!char_order) return 0;
     size_t kept[2] = {length_h, length_r};
     if (!keep_whitespace) { /* in place: both sides' characters, one after the other */
-        size_t at = 0;
-        for (size_t i = 0; i < length_h; i++)
-            if (!is_space(raw[i])) raw[at++] = raw[i];
-        kept[0] = at;
-        for (size_t i = length_h; i < length_h + length_r; i++)
-            if (!is_space(raw[i])) raw[at++] = raw[i];
-        kept[1] = at - kept[0];
+        kept[0] = counted_characters(raw, raw, length_h, 0);
+        kept[1] = counted_characters(raw + kept[0], raw + length_h, length_r, 0);
     }
     Sides s;
     memset(&s, 0, sizeof s);

@@ -145,6 +145,18 @@ static inline int is_space(uint32_t c) {
            c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
 }
 
+/* What character n-grams are made of: text[0..length) copied to `to` (text itself, or before it) without the
+   contract's whitespace unless `keep`; how many units that is. */
+static inline size_t counted_characters(uint32_t *to, const uint32_t *text, size_t length, int keep) {
+    size_t at = 0;
+    for (size_t i = 0; i < length; i++)
+        if (keep || !is_space(text[i])) to[at++] = text[i];
+    return at;
+}
+
+/* How many n-grams of n units a text of `length` units has. */
+static inline size_t ngrams_in(size_t length, int n) { return length >= (size_t)n ? length - (size_t)n + 1 : 0; }
+
 /* A pair table's room for `keys` distinct keys (0, or -1: no memory), and a fresh generation sized for them. */
 int pair_table_reserve(PairTable *table, size_t keys);
 void pair_table_generation(PairTable *table, size_t keys);

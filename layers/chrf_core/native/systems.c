@@ -27,16 +27,16 @@ static int count_shared(Work *work, const Segment *t, int orders, size_t stride,
     for (size_t k = 1; k < t->texts; k++) {
         for (int n = 1; n <= orders; n++) {
             int64_t *at = out + stride * (k - 1) + 3 * (n - 1);
-            at[0] += t->lengths[k] >= (size_t)n ? (int64_t)(t->lengths[k] - n + 1) : 0;
-            at[1] += length_r >= (size_t)n ? (int64_t)(length_r - n + 1) : 0;
+            at[0] += (int64_t)ngrams_in(t->lengths[k], n);
+            at[1] += (int64_t)ngrams_in(length_r, n);
         }
     }
     if (length_r == 0 || t->texts < 2) return 0;
     for (size_t k = 1; k < t->texts; k++) {
         t->identical[k] = t->lengths[k] == length_r &&
                           memcmp(t->units[k], t->units[0], length_r * sizeof(uint32_t)) == 0;
-        for (int n = 1; n <= orders && t->identical[k] && (size_t)n <= length_r; n++)
-            out[stride * (k - 1) + 3 * (n - 1) + 2] += (int64_t)(length_r - n + 1);
+        for (int n = 1; n <= orders && t->identical[k]; n++)
+            out[stride * (k - 1) + 3 * (n - 1) + 2] += (int64_t)ngrams_in(length_r, n);
     }
     const uint32_t alphabet = t->alphabet;
     uint32_t classes;
@@ -149,9 +149,8 @@ int count_systems(Work *work, const size_t *lengths, size_t texts, int char_orde
     size_t at = 0;
     for (size_t k = 0; k < texts; k++) { /* in place: each text's characters, one text after the other */
         bases[k] = at;
-        for (size_t i = starts[k]; i < starts[k] + lengths[k]; i++)
-            if (keep_whitespace || !is_space(raw[i])) raw[at++] = raw[i];
-        kept[k] = at - bases[k];
+        kept[k] = counted_characters(raw + at, raw + starts[k], lengths[k], keep_whitespace);
+        at += kept[k];
         units[k] = raw + bases[k];
     }
     new_rank_generation(work);
