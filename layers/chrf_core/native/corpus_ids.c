@@ -217,7 +217,7 @@ static int same_sides(const Texts *texts) {
     if (rows != texts->columns) return 0;
     for (size_t t = 0; t <= rows; t++)
         if (start[rows + t] - start[rows] != start[t]) return 0;
-    return memcmp(texts->points, texts->points + start[rows], start[rows] * sizeof(uint32_t)) == 0;
+    return same_units(texts->points, start[rows], texts->points + start[rows], start[rows]);
 }
 
 /* The wavefront over the counted texts, on up to `threads` threads. 0; 1 when the pause said stop; -1 when out of

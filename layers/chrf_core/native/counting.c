@@ -82,11 +82,6 @@ static size_t settle_alike(ClassInfo *info, uint32_t classes, const Sides *s, in
     return settled;
 }
 
-/* Both sides the same units: every n-gram matches, and no class need be built. */
-static int identical_sides(const Sides *s) {
-    return s->lengths[0] == s->lengths[1] && memcmp(s->units[0], s->units[1], s->lengths[0] * sizeof(uint32_t)) == 0;
-}
-
 /*
  * Whether to look ahead from order n (settle_alike): only with two orders or more still to count (n + 2 <= orders),
  * enough positions alive for a pass to cost more than the look-ahead (LOOK_AHEAD_FROM), fewer than half of those
@@ -131,8 +126,8 @@ static int count_orders(Work *work, Sides s, int swap, int orders, int64_t *out)
         out[3 * (n - 1) + 1] += (int64_t)ngrams_in(length_r, n);
     }
     if (length_h == 0 || length_r == 0) return 0;
-    if (identical_sides(&s)) {
-        for (int n = 1; n <= orders; n++) out[3 * (n - 1) + 2] += (int64_t)ngrams_in(length_h, n);
+    if (same_units(s.units[0], s.lengths[0], s.units[1], s.lengths[1])) {
+        add_all_matches(out, length_h, orders);
         return 0;
     }
     s.bases[0] = 0;

@@ -30,6 +30,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define MAX_ORDERS 14
 #define NO_CLASS 0xFFFFFFFFu   /* no unit or class id reaches these values */
@@ -156,6 +157,16 @@ static inline size_t counted_characters(uint32_t *to, const uint32_t *text, size
 
 /* How many n-grams of n units a text of `length` units has. */
 static inline size_t ngrams_in(size_t length, int n) { return length >= (size_t)n ? length - (size_t)n + 1 : 0; }
+
+/* Whether two texts are the same units: then every n-gram of one matches one of the other, and no class is built. */
+static inline int same_units(const uint32_t *a, size_t length_a, const uint32_t *b, size_t length_b) {
+    return length_a == length_b && memcmp(a, b, length_a * sizeof(uint32_t)) == 0;
+}
+
+/* The matches of a text against the same text, order by order, added to out's (.., .., matches) triples. */
+static inline void add_all_matches(int64_t *out, size_t length, int orders) {
+    for (int n = 1; n <= orders; n++) out[3 * (n - 1) + 2] += (int64_t)ngrams_in(length, n);
+}
 
 /* A pair table's room for `keys` distinct keys (0, or -1: no memory), and a fresh generation sized for them. */
 int pair_table_reserve(PairTable *table, size_t keys);

@@ -33,10 +33,8 @@ static int count_shared(Work *work, const Segment *t, int orders, size_t stride,
     }
     if (length_r == 0 || t->texts < 2) return 0;
     for (size_t k = 1; k < t->texts; k++) {
-        t->identical[k] = t->lengths[k] == length_r &&
-                          memcmp(t->units[k], t->units[0], length_r * sizeof(uint32_t)) == 0;
-        for (int n = 1; n <= orders && t->identical[k]; n++)
-            out[stride * (k - 1) + 3 * (n - 1) + 2] += (int64_t)ngrams_in(length_r, n);
+        t->identical[k] = (size_t)same_units(t->units[k], t->lengths[k], t->units[0], length_r);
+        if (t->identical[k]) add_all_matches(out + stride * (k - 1), length_r, orders);
     }
     const uint32_t alphabet = t->alphabet;
     uint32_t classes;
