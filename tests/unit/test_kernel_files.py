@@ -100,6 +100,8 @@ def test_a_call_or_include_of_a_file_below_is_found(tmp_path):
     ("a text's number of n-grams, length - n + 1", r"\w+ - (?:\(size_t\))?n \+ 1", "kernel.h"),
     ("the whitespace left out of character n-grams", r"!is_space\([^)]*\)\)\s*\w+\[\w+\+\+\] =", "kernel.h"),
     ("a text against the same text: every n-gram matches", r"\[3 \* \(n - 1\) \+ 2\] \+= \(int64_t\)", "kernel.h"),
+    ("a unique pair matches while both sides continue alike", r"\w+\[i \+ n \+ same\] == \w+\[j \+ n \+ same\]",
+     "kernel.h"),
 ])
 def test_each_rule_of_the_kernel_is_written_in_one_file(rule, pattern, home):
     files = sorted(path.name for path in NATIVE.glob("*.[ch]") if re.search(pattern, code_of(path)))

@@ -95,17 +95,6 @@ static int worth_looking_ahead(int n, int orders, size_t alive, size_t look_ahea
            8 * (size_t)classes <= 9 * (size_t)classes_before;
 }
 
-/* A unique pair (position i of side a, j of side b, alike through order n): for how many more orders, up to the
-   top one, the two sequences continue alike. */
-static inline size_t alike_beyond(const uint32_t *units_a, size_t length_a, const uint32_t *units_b, size_t length_b,
-                                  size_t i, size_t j, int n, int orders) {
-    size_t same = 0;
-    while (n + (int)same < orders && i + n + same < length_a && j + n + same < length_b &&
-           units_a[i + n + same] == units_b[j + n + same])
-        same++;
-    return same;
-}
-
 /*
  * Add the counts of orders 1..orders of one segment to out[3 * (n - 1) + {0, 1, 2}] (hypothesis n-grams, reference
  * n-grams, clipped matches). s.units[0] and s.units[1] hold the two sides (side 0 the hypothesis unless `swap`) as

@@ -163,6 +163,17 @@ static inline int same_units(const uint32_t *a, size_t length_a, const uint32_t 
     return length_a == length_b && memcmp(a, b, length_a * sizeof(uint32_t)) == 0;
 }
 
+/* A unique pair, an n-gram that occurs once on each side (position i of side a, j of side b, alike through order
+   n): for how many more orders, up to the top one, the two sequences continue alike (and so match). */
+static inline size_t alike_beyond(const uint32_t *units_a, size_t length_a, const uint32_t *units_b, size_t length_b,
+                                  size_t i, size_t j, int n, int orders) {
+    size_t same = 0;
+    while (n + (int)same < orders && i + n + same < length_a && j + n + same < length_b &&
+           units_a[i + n + same] == units_b[j + n + same])
+        same++;
+    return same;
+}
+
 /* The matches of a text against the same text, order by order, added to out's (.., .., matches) triples. */
 static inline void add_all_matches(int64_t *out, size_t length, int orders) {
     for (int n = 1; n <= orders; n++) out[3 * (n - 1) + 2] += (int64_t)ngrams_in(length, n);

@@ -63,11 +63,9 @@ static int count_shared(Work *work, const Segment *t, int orders, size_t stride,
                 if (!here) continue;
                 matches += c->count[0] < here ? c->count[0] : here;
                 if (c->count[0] == 1 && here == 1) { /* a unique pair: it matches for as long as both continue alike */
-                    const size_t i = partner[cls[j]];
-                    for (size_t same = 0; n + (int)same < orders && i + n + same < length_r &&
-                                          j + n + same < t->lengths[k] && units_r[i + n + same] == units[j + n + same];
-                         same++)
-                        row[3 * (n + same) + 2]++;
+                    const size_t same = alike_beyond(units_r, length_r, units, t->lengths[k], partner[cls[j]], j, n,
+                                                     orders);
+                    for (size_t m = 0; m < same; m++) row[3 * (n + m) + 2]++;
                     c->count[1] &= SHARED;
                     cls[j] = NO_CLASS;
                 } else {
