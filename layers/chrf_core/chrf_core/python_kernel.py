@@ -87,10 +87,15 @@ FEW = 64  # hypotheses few enough that the references are searched for their n-g
 GATHERED = 1 << 16  # occurrences gathered before they are counted
 
 
+def units_of(text: str, include_whitespace: bool) -> tuple[str, tuple[str, ...]]:
+    """What a text's n-grams are made of: its characters (whitespace left out unless kept; Python's whitespace is
+    the contract's set) and its word tokens."""
+    return text if include_whitespace else "".join(text.split()), tuple(words(text))
+
+
 def profile(text: str, char_order: int, word_order: int, include_whitespace: bool) -> list[tuple[int, Counter[Any]]]:
     """A text's n-grams of every order, characters first: (how many, how often each)."""
-    characters = text if include_whitespace else "".join(text.split())
-    tokens = tuple(words(text))
+    characters, tokens = units_of(text, include_whitespace)
     return [(max(0, len(units) - n + 1), ngrams(units, n))
             for units, orders in ((characters, char_order), (tokens, word_order)) for n in range(1, orders + 1)]
 
@@ -99,8 +104,7 @@ def occurrences(text: str, char_order: int, word_order: int, include_whitespace:
                 wanted: list[set[Any]]) -> list[tuple[int, list[Any]]]:
     """A text's n-grams of every order, characters first: how many, and each occurrence of one of ``wanted``'s
     (per order, a set that holds every n-gram's first n - 1 units too: an n-gram is looked for only there)."""
-    characters = text if include_whitespace else "".join(text.split())
-    tokens = tuple(words(text))
+    characters, tokens = units_of(text, include_whitespace)
     out: list[tuple[int, list[Any]]] = []
     for units, orders, first in ((characters, char_order, 0), (tokens, word_order, char_order)):
         starts: Sequence[int] = range(len(units))
@@ -158,7 +162,8 @@ def aggregate(
         found: dict[int, list[list[Any]]] = {}
 
         def add(weight: int, seen: list[Any], o: int) -> None:
-            summed[o].update({gram: weight * count for gram, count in Counter(seen).items()})
+            counted = Counter(seen)
+            summed[o].update({gram: weight * count for gram, count in counted.items()} if weight != 1 else counted)
             seen.clear()
 
         for reference, weight in zip(references, weights, strict=True):

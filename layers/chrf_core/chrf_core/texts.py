@@ -123,7 +123,6 @@ class _NonStarters:
         import unicodedata  # here: normalization is opt-in, the service's cold start never needs it
 
         pure_chars, self.count, self.edges = [], {}, {}
-        self.growth = 1  # the most code points one code point decomposes into (U+FDFA: 18)
         # Hangul vowels and final consonants combine with what precedes them (algorithmically)
         backward = {chr(code) for code in [*HANGUL_V, *HANGUL_T]}
         firsts: dict[str, set[str]] = {chr(v): {chr(code) for code in HANGUL_L} for v in HANGUL_V}
@@ -146,7 +145,6 @@ class _NonStarters:
             if decomposition:
                 decomposed_forms["NFKC"][char] = decomposed
                 decomposed_forms["NFC"][char] = unicodedata.normalize("NFD", char)
-            self.growth = max(self.growth, len(decomposed))
             if unicodedata.combining(decomposed[0]):
                 no_split.append(char)
             else:
@@ -199,11 +197,15 @@ class _NonStarters:
         def kept(parts: str) -> int:
             return sum(not unicodedata.combining(part) and part not in backward for part in parts)
 
-        self.kept = {form: {char: kept(parts) for char, parts in table.items() if kept(parts) != 1}
-                     for form, table in decomposed_forms.items()}
-        for table in self.kept.values():
-            table.update({char: 0 for char in [*pure_chars, *backward] if char not in decomposed_forms["NFC"]})
+        self.kept: dict[str, dict[str, int]] = {}
+        for name, table in decomposed_forms.items():
+            counted = {char: kept(parts) for char, parts in table.items()}
+            self.kept[name] = {char: value for char, value in counted.items() if value != 1}
+            self.kept[name].update({char: 0 for char in [*pure_chars, *backward] if char not in table})
+        # Per form: the most code points one code point decomposes into (U+FDFA: 18 in NFKC), and whether a code
+        # point can become several that no composition takes away (NFKC only).
         self.growth_of = {form: max(len(parts) for parts in table.values()) for form, table in decomposed_forms.items()}
+        self.expands = {form: max(table.values()) > 1 for form, table in self.kept.items()}
 
 
 _NON_STARTERS: _NonStarters | None = None
@@ -291,7 +293,7 @@ def normalized_text(key: str, index: int, text: str, form: Any) -> str:
     table = _table()
     if len(text) * table.growth_of[form] <= MAX_TEXT_LENGTH:  # cannot outgrow the limit: normalized as it comes
         return _joined(text, form)
-    if max(table.kept[form].values()) > 1:  # NFKC: a character may become several no composition takes away
+    if table.expands[form]:  # NFKC: a character may become several that no composition takes away
         least = _least_length(text, form)
         if least > MAX_TEXT_LENGTH:
             raise _too_long(key, index, form, least)
@@ -337,24 +339,26 @@ def _normalized_pieces(text: str, form: Any) -> Iterator[str]:
     already normalized is given as it is (the whole text, when it is one piece)."""
     import unicodedata
 
-    splits = _table().splits
     start = 0
     while start < len(text):
-        end = start + NORMALIZE_CHUNK
-        while end < len(text):
-            found = None
-            for reach in (NEAR, SCAN_WINDOW):  # a split is nearly always within a few code points
-                split = splits.search(text, end, end + reach)
-                found = split.start() if split else _pair_split(text, end, end + reach, form)
-                if found is not None:
-                    break
-            if found is not None:
-                end = found
-                break
-            end += SCAN_WINDOW
+        end = _split_from(text, start + NORMALIZE_CHUNK, form)
         piece = text[start:end] if start or end < len(text) else text
         yield piece if unicodedata.is_normalized(form, piece) else unicodedata.normalize(form, piece)
         start = end
+
+
+def _split_from(text: str, start: int, form: str) -> int:
+    """The first place from ``start`` on where ``text`` may be cut into pieces normalized apart (its length if
+    none): a split point, else a pair split (:func:`_pair_split`), looked for a window at a time."""
+    splits = _table().splits
+    while start < len(text):
+        for reach in (NEAR, SCAN_WINDOW):  # a split is nearly always within a few code points
+            split = splits.search(text, start, start + reach)
+            found = split.start() if split else _pair_split(text, start, start + reach, form)
+            if found is not None:
+                return found
+        start += SCAN_WINDOW
+    return len(text)
 
 
 def _pair_split(text: str, start: int, end: int, form: str) -> int | None:
