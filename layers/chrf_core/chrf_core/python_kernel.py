@@ -160,11 +160,15 @@ def aggregate(
                 totals[o] += weight * total
     else:  # the occurrences in references of one weight gathered (a bounded number), counted together at C speed
         found: dict[int, list[list[Any]]] = {}
+        pending = 0
 
-        def add(weight: int, seen: list[Any], o: int) -> None:
-            counted = Counter(seen)
-            summed[o].update({gram: weight * count for gram, count in counted.items()} if weight != 1 else counted)
-            seen.clear()
+        def add_all() -> None:
+            for weight, gathered in found.items():
+                for o, seen in enumerate(gathered):
+                    counted = Counter(seen)
+                    summed[o].update({gram: weight * count for gram, count in counted.items()} if weight != 1
+                                     else counted)
+            found.clear()
 
         for reference, weight in zip(references, weights, strict=True):
             gathered = found.setdefault(weight, [[] for _ in range(orders)])
@@ -172,11 +176,11 @@ def aggregate(
                                                           wanted)):
                 gathered[o] += seen
                 totals[o] += weight * total
-                if len(gathered[o]) > GATHERED:
-                    add(weight, gathered[o], o)
-        for weight, gathered in found.items():
-            for o, seen in enumerate(gathered):
-                add(weight, seen, o)
+                pending += len(seen)
+            if pending > GATHERED:
+                add_all()
+                pending = 0
+        add_all()
     for row in rows:
         yield tuple((r * total, totals[o], sum(min(r * count, summed[o][gram]) for gram, count in grams.items()))
                     for o, (total, grams) in enumerate(row))
