@@ -196,9 +196,7 @@ def marked_tokens(hypothesis: str, reference: str, lowercase: bool,
     match, after the settings' normalization and lowercasing): the unmatched ones are what a reader should look
     at."""
     tokens_h, tokens_r = chrf_core.words(hypothesis), chrf_core.words(reference)
-    keys_h, keys_r = chrf_core.words(hypothesis, normalize), chrf_core.words(reference, normalize)
-    if lowercase:
-        keys_h, keys_r = [key.lower() for key in keys_h], [key.lower() for key in keys_r]
+    keys_h, keys_r = (chrf_core.words(text, normalize, lowercase) for text in (hypothesis, reference))
 
     def mark(tokens: list[str], keys: list[str], other: list[str]) -> Marked:
         available = Counter(other)

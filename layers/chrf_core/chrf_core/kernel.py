@@ -5,7 +5,9 @@ A kernel counts per-order n-grams (summed, or per segment) and scores many texts
 score of counts is the formula's (:mod:`chrf_core.formula`, above this module), so the MBR operations take it as
 ``exact``: the Python kernel scores every pair with it, the native one scores in double-double arithmetic and calls
 it only where its rounding is undecided. ``KERNEL`` names the one chosen, once, at import (the only place that
-tells the kernels apart is this module).
+tells the kernels apart is this module). Texts come in as the kernels count them (:func:`texts.prepared`:
+normalized and lowercased as the settings say, by the readers that name the text a rule refuses); each kernel
+leaves out whitespace itself.
 """
 
 from __future__ import annotations
@@ -29,21 +31,6 @@ WEIGHTED_TOLERANCE_BITS = 64  # weighted counts carry a relative error below 2^-
 SMALLEST_DOUBLE = 2.0**-1074  # a nonzero weight share below it goes to the native kernel as it (never as 0)
 
 
-def as_counted(texts: Sequence[str], settings: Settings) -> Sequence[str]:
-    """The texts as the kernels count them: lowercased when the settings ask for it (copies; inputs unchanged). They
-    arrive Unicode-normalized already, when the settings ask for that, by the checks that name the text a rule
-    refuses (texts.normalized, in CHRF's reading of segments and in mbr.checked)."""
-    return [text.lower() for text in texts] if settings.lowercase else texts
-
-
-def both_counted(hypotheses: Sequence[str], references: Sequence[str],
-                 settings: Settings) -> tuple[Sequence[str], Sequence[str]]:
-    """Both sides as_counted; the same object twice when the references are the hypotheses (MBR's samples as their
-    own pseudo-references), which the native kernel then reads and counts once."""
-    counted = as_counted(hypotheses, settings)
-    return counted, (counted if references is hypotheses else as_counted(references, settings))
-
-
 class Kernel:
     """One counting kernel. ``threaded``: its MBR operations run without the GIL, so sets can go to threads."""
 
@@ -52,7 +39,7 @@ class Kernel:
 
     def __init__(self, raw_count: Callable[..., Any], raw_systems: Callable[..., Any]) -> None:
         self.raw_count = raw_count  # count(hypotheses, references, char_order, word_order, include_whitespace,
-        #                              per_segment): the kernel's own entry point, texts already as_counted()
+        #                              per_segment): the kernel's own entry point, texts as texts.prepared gives them
         self.raw_systems = raw_systems  # count_systems(hypothesis_sets, references, char_order, word_order,
         #                                  include_whitespace): the same rows, system after system
 
@@ -60,7 +47,7 @@ class Kernel:
                per_segment: bool) -> Any:
         if len(hypotheses) != len(references):
             raise ValueError("counting: hypotheses and references differ in number")
-        return self.raw_count(as_counted(hypotheses, settings), as_counted(references, settings),
+        return self.raw_count(hypotheses, references,
                               settings.char_order, settings.word_order, settings.include_whitespace, per_segment)
 
     def count(self, hypotheses: Sequence[str], references: Sequence[str], settings: Settings) -> tuple[Triple, ...]:
@@ -84,8 +71,7 @@ class Kernel:
 
         if any(len(hypotheses) != len(references) for hypotheses in hypothesis_sets):
             raise ValueError("counting: a system's hypotheses and the references differ in number")
-        data = self.raw_systems([as_counted(hypotheses, settings) for hypotheses in hypothesis_sets],
-                                as_counted(references, settings), settings.char_order, settings.word_order,
+        data = self.raw_systems(list(hypothesis_sets), references, settings.char_order, settings.word_order,
                                 settings.include_whitespace)
         return numpy.frombuffer(data, dtype=numpy.int64).reshape(len(hypothesis_sets), len(references),
                                                                   settings.orders, 3)
@@ -126,7 +112,7 @@ class PythonKernel(Kernel):
 
         matrix = numpy.empty((len(hypotheses), len(references)))
         for row, pairs in zip(matrix, python_kernel.pairwise(
-                as_counted(hypotheses, settings), as_counted(references, settings), settings.char_order,
+                hypotheses, references, settings.char_order,
                 settings.word_order, settings.include_whitespace)):
             row[:] = [float(exact(orders)) for orders in pairs]
         return matrix
@@ -138,7 +124,7 @@ class PythonKernel(Kernel):
         scores = numpy.empty(len(hypotheses))
         counts = numpy.empty((len(hypotheses), settings.orders, 3), dtype=numpy.int64)
         for index, orders in enumerate(python_kernel.aggregate(
-                as_counted(hypotheses, settings), as_counted(references, settings), settings.char_order,
+                hypotheses, references, settings.char_order,
                 settings.word_order, settings.include_whitespace)):
             counts[index] = orders
             scores[index] = float(exact(orders))
@@ -149,7 +135,7 @@ def weighted_counts(hypotheses: Sequence[str], references: Sequence[str], settin
                     weights: Sequence[int]) -> list[tuple[Triple, ...]]:
     """Each hypothesis' per-order counts against the references counted ``weights[j]`` times each, exactly (Python
     integers of any size, whatever kernel is chosen)."""
-    return list(python_kernel.aggregate(as_counted(hypotheses, settings), as_counted(references, settings),
+    return list(python_kernel.aggregate(hypotheses, references,
                                         settings.char_order, settings.word_order, settings.include_whitespace,
                                         weights))
 
@@ -182,7 +168,7 @@ class NativeKernel(Kernel):
 
         scores = numpy.empty(len(hypotheses))
         counts = numpy.empty((len(hypotheses), settings.orders, 3), dtype=numpy.int64)
-        undecided = self.module.aggregate(*both_counted(hypotheses, references, settings),
+        undecided = self.module.aggregate(hypotheses, references,
                                           *self._scoring(settings, tolerance_bits), threads, scores, counts, weights)
         return scores, counts, undecided
 
@@ -191,7 +177,7 @@ class NativeKernel(Kernel):
         import numpy
 
         matrix = numpy.empty((len(hypotheses), len(references)))
-        undecided = self.module.pairwise(*both_counted(hypotheses, references, settings),
+        undecided = self.module.pairwise(hypotheses, references,
                                          *self._scoring(settings, TOLERANCE_BITS), threads, matrix)
         flat = matrix.reshape(-1)
         for index in undecided:

@@ -35,7 +35,7 @@ from .texts import (
     check_ordered,
     check_side,
     check_strings,
-    normalized,
+    prepared,
 )
 
 if TYPE_CHECKING:
@@ -65,9 +65,9 @@ def thread_count(threads: Any) -> int:
 
 def checked(settings: Settings, hypotheses: Sequence[str], references: Sequence[str],
             keys: tuple[str, str] = TEXT_KEYS) -> tuple[list[str], list[str]]:
-    """Both sides as lists of valid texts: at least one each, strings, encodable, MAX_TEXT_LENGTH together; then
-    Unicode-normalized when the settings' ``normalize`` says so (texts.normalized: bounded, the limit checked again
-    after)."""
+    """Both sides as lists of valid texts, prepared as the kernels count them (texts.prepared: normalized and
+    lowercased as the settings say): at least one each, strings, encodable, MAX_TEXT_LENGTH together once
+    prepared."""
     normalize = settings.normalize
     sides: list[list[str]] = []
     for key, texts in zip(keys, (hypotheses, references)):
@@ -80,7 +80,7 @@ def checked(settings: Settings, hypotheses: Sequence[str], references: Sequence[
             raise InvalidInputError(key, "at least 1 segment, got 0")
         check_strings(key, listed)
         check_encodable(key, listed)
-        sides.append(list(normalized(key, listed, normalize)))
+        sides.append(prepared(key, listed, settings))
     total = sum(map(len, sides[0])) + sum(map(len, sides[1]))
     if total > MAX_TEXT_LENGTH:
         once = f" once normalized (normalize={normalize})" if normalize else ""

@@ -17,7 +17,7 @@ from .errors import InvalidInputError, describe, unknown_key_error
 from .errors import error_envelope as error_envelope  # the service's error body, for the handlers
 from .metric import CHRF
 from .report import report_of
-from .texts import check_encodable, check_strings, utf8_size
+from .texts import check_encodable, joined_texts, measured, prepared
 
 
 def decode_request(data: bytes | str, source: str = "body") -> Any:
@@ -62,8 +62,9 @@ class ValidRequest(NamedTuple):
     text_bytes: int
 
     def counts(self) -> Counts:
-        """The request's per-order counts (its texts already checked: counted as they are)."""
-        return count_segments(self.hypotheses, self.references, self.settings)
+        """The request's per-order counts (its texts already checked: prepared, then counted)."""
+        return count_segments(prepared(TEXT_KEYS[0], self.hypotheses, self.settings),
+                              prepared(TEXT_KEYS[1], self.references, self.settings), self.settings)
 
 
 def parse_request(request: Any) -> ValidRequest:
@@ -84,8 +85,10 @@ def parse_request(request: Any) -> ValidRequest:
 
 def check_texts(hypotheses: Any, references: Any) -> int:
     """The contract's rules for the texts of one request (or one pipeline batch), in order: arrays of 1 to
-    MAX_SEGMENTS strings, as many on each side, at most MAX_TEXT_BYTES together, no lone surrogate. Their UTF-8 size.
+    MAX_SEGMENTS strings, as many on each side, at most MAX_TEXT_BYTES together, no lone surrogate. Their UTF-8 size,
+    each side measured once, joined (a text a rule refuses is then found and named).
     """
+    joined = []
     for key, value in zip(TEXT_KEYS, (hypotheses, references)):
         if not isinstance(value, list):
             raise InvalidInputError(key, f"must be an array of strings, got {describe(value)}")
@@ -93,16 +96,18 @@ def check_texts(hypotheses: Any, references: Any) -> int:
             raise InvalidInputError(key, f"at most {MAX_SEGMENTS} segments, got {len(value)}")
         if not value:
             raise InvalidInputError(key, "at least 1 segment, got 0")
-        check_strings(key, value)
+        joined.append(joined_texts(key, value))
     if len(hypotheses) != len(references):
         raise InvalidInputError(
             "references", f"must have as many segments as hypotheses ({len(hypotheses)}), got {len(references)}"
         )
-    total = sum(map(utf8_size, hypotheses)) + sum(map(utf8_size, references))
+    (size_h, encodable_h), (size_r, encodable_r) = map(measured, joined)
+    total = size_h + size_r
     if total > MAX_TEXT_BYTES:
         raise InvalidInputError(None, f"all texts together must be at most {MAX_TEXT_BYTES} UTF-8 bytes, got {total}")
-    for key, side in zip(TEXT_KEYS, (hypotheses, references)):
-        check_encodable(key, side)
+    for key, side, encodable in zip(TEXT_KEYS, (hypotheses, references), (encodable_h, encodable_r)):
+        if not encodable:
+            check_encodable(key, side)
     return total
 
 

@@ -13,7 +13,7 @@ from .counts import Counts, count_segments, segment_counts, system_counts
 from .errors import InvalidInputError
 from .formula import sacrebleu_scores
 from .kernel import Triple
-from .texts import check_chunk, check_flag, check_side, normalized
+from .texts import check_chunk, check_flag, check_side, prepared
 
 if TYPE_CHECKING:
     import numpy
@@ -28,13 +28,13 @@ def present(stream: list[Any]) -> list[str]:
 
 
 class Sides(NamedTuple):
-    """The hypotheses and the reference streams; ``hint`` is what to add to a message about unequal lengths;
-    ``normalize`` the Unicode normalization the texts are counted under (None: none)."""
+    """The hypotheses and the reference streams, read under ``settings`` (texts.prepared); ``hint`` is what to add
+    to a message about unequal lengths."""
 
+    settings: Settings
     hypotheses: Iterable[str]
     streams: list[Iterable[Any]]
     hint: str = ""
-    normalize: str | None = None
 
 
 PER_SEGMENT = ("if each inner list holds one segment's references (Hugging Face's and torchmetrics' layout), pass "
@@ -43,26 +43,25 @@ PER_SEGMENT = ("if each inner list holds one segment's references (Hugging Face'
 
 def sides_of(settings: Settings, hypotheses: Iterable[str], references: References,
              per_segment: bool | None = None) -> Sides:
-    """The hypotheses and the reference streams, read under ``settings`` (their ``normalize``): ``references`` as
+    """The hypotheses and the reference streams, read under ``settings``: ``references`` as
     sacreBLEU takes it, a list of streams (one per
     reference translation, ``None`` where a segment lacks that one), or a single stream itself; with
     ``per_segment``, one list of references per segment, turned into streams. A layout is never guessed: N lists of
     N texts for N >= 2 hypotheses, which both could mean, need ``per_segment`` to say which."""
-    normalize = settings.normalize
     check_side(TEXT_KEYS[0], hypotheses)
     check_side(TEXT_KEYS[1], references)
     if per_segment is not None:
         check_flag("references_per_segment", per_segment)
     if per_segment:
-        return Sides(hypotheses, _transposed(references), normalize=normalize)
+        return Sides(settings, hypotheses, _transposed(references))
     if isinstance(references, Sequence) and references and isinstance(references[0], Iterable) and not isinstance(
             references[0], (str, bytes)):
         for index, stream in enumerate(references):
             check_side(f"references[{index}]", stream)
         if per_segment is None:
             hypotheses = _refuse_either_reading(hypotheses, references)
-        return Sides(hypotheses, list(references), PER_SEGMENT, normalize)
-    return Sides(hypotheses, [references], normalize=normalize)
+        return Sides(settings, hypotheses, list(references), PER_SEGMENT)
+    return Sides(settings, hypotheses, [references])
 
 
 def _refuse_either_reading(hypotheses: Iterable[str], references: Sequence[Iterable[Any]]) -> Iterable[str]:
@@ -127,10 +126,8 @@ def chunks_of(sides: Sides) -> Iterator[tuple[list[str], list[list[Any]]]]:
                             offset)
             else:
                 check_chunk(TEXT_KEYS[1], chunk, offset)
-        if sides.normalize:
-            hypothesis_chunk = list(normalized(TEXT_KEYS[0], hypothesis_chunk, sides.normalize, offset))
-            reference_chunks = [list(normalized(TEXT_KEYS[1], chunk, sides.normalize, offset))
-                                for chunk in reference_chunks]
+        hypothesis_chunk = prepared(TEXT_KEYS[0], hypothesis_chunk, sides.settings, offset)
+        reference_chunks = [prepared(TEXT_KEYS[1], chunk, sides.settings, offset) for chunk in reference_chunks]
         if several:
             for position, texts in enumerate(zip(*reference_chunks)):
                 if all(text is None for text in texts):
@@ -230,7 +227,7 @@ def systems_rows(settings: Settings, hypothesis_sets: Sequence[Sequence[str]], r
         for index, chunk in enumerate(chunks[1:], 1):
             try:
                 check_chunk(TEXT_KEYS[0], chunk, offset)
-                chunks[index] = list(normalized(TEXT_KEYS[0], chunk, settings.normalize, offset))
+                chunks[index] = prepared(TEXT_KEYS[0], chunk, settings, offset)
             except InvalidInputError as error:
                 raise InvalidInputError(f"hypothesis_sets[{index}]", error.detail, index=error.index) from None
         rows = numpy.stack([system_counts(chunks, present(stream), settings) for stream in reference_chunks])

@@ -8,6 +8,7 @@ from collections.abc import Iterator, Mapping, MappingView, Sequence
 from collections.abc import Set as AbstractSet
 from typing import Any
 
+from .contract import Settings
 from .errors import LONE_SURROGATE, InvalidInputError, describe
 
 # Code points of one text, and of all texts of one pairwise call together: the native kernel's 32-bit indices.
@@ -19,6 +20,16 @@ def check_strings(key: str, texts: Sequence[Any], offset: int = 0) -> None:
     for index, text in enumerate(texts, offset):
         if not isinstance(text, str):
             raise InvalidInputError(key, f"must be a string, got {describe(text)}", index=index)
+
+
+def joined_texts(key: str, texts: Sequence[Any], offset: int = 0) -> str:
+    """The texts joined into one string, which the rules below measure in C-level passes; the first that is not a
+    string is named (check_strings)."""
+    try:
+        return "".join(texts)
+    except TypeError:
+        check_strings(key, texts, offset)
+        raise
 
 
 def check_encodable(key: str, texts: Sequence[str], offset: int = 0) -> None:
@@ -53,11 +64,7 @@ def check_length(key: str, texts: Sequence[str], offset: int = 0) -> None:
 def check_chunk(key: str, texts: Sequence[Any], offset: int = 0) -> None:
     """Every rule a text of a Python call obeys, checked in C-level passes over the chunk joined (a rule broken is
     then found text by text, to name the first that breaks it)."""
-    try:
-        joined = "".join(texts)
-    except TypeError:
-        check_strings(key, texts, offset)
-        raise
+    joined = joined_texts(key, texts, offset)
     if not _encodable(joined):
         check_encodable(key, texts, offset)
     if len(joined) > MAX_TEXT_LENGTH:
@@ -97,6 +104,16 @@ def utf8_size(text: str) -> int:
     if text.isascii():
         return len(text)
     return len(text.encode("utf-8", "surrogatepass"))
+
+
+def measured(text: str) -> tuple[int, bool]:
+    """A text's utf8_size and whether it is encodable (no lone surrogate), in one pass for valid text."""
+    if text.isascii():
+        return len(text), True
+    try:
+        return len(text.encode("utf-8")), True
+    except UnicodeEncodeError:
+        return utf8_size(text), False
 
 
 # ---- opt-in Unicode normalization, bounded ---------------------------------------------------------------------
@@ -382,10 +399,21 @@ def _too_long(key: str, index: int, form: str, length: int) -> InvalidInputError
                                   f"more than {min(length, MAX_TEXT_LENGTH)}", index=index)
 
 
-def normalized(key: str, texts: Sequence[Any], form: str | None, offset: int = 0) -> Sequence[Any]:
-    """A chunk's texts as they are counted under the settings' ``normalize`` (None: unchanged; a missing reference,
-    None, stays None), each bounded as :func:`normalized_text` says."""
-    if form is None:
-        return texts
-    return [text if text is None else normalized_text(key, index, text, form)
+def prepared(key: str, texts: Sequence[Any], settings: Settings, offset: int = 0) -> list[Any]:
+    """The one text preparation: a chunk's texts as both kernels count them under ``settings``, Unicode-normalized
+    when its ``normalize`` says so (bounded, as :func:`normalized_text` says), then lowercased when its
+    ``lowercase`` does; a missing reference (None) stays None. The list itself when neither applies, else a new one
+    (inputs unchanged). Each kernel leaves out whitespace itself, as it reads a text's characters."""
+    form, lowercase = settings.normalize, settings.lowercase
+    if form is None and not lowercase:
+        return texts if isinstance(texts, list) else list(texts)
+    return [text if text is None else prepared_text(key, index, text, form, lowercase)
             for index, text in enumerate(texts, offset)]
+
+
+def prepared_text(key: str, index: int, text: str, form: str | None, lowercase: bool) -> str:
+    """One text (or word token) as :func:`prepared` makes it: normalized under ``form`` (None: not), then lowercased
+    when ``lowercase``."""
+    if form is not None:
+        text = normalized_text(key, index, text, form)
+    return text.lower() if lowercase else text

@@ -3,17 +3,18 @@ line (which marks unmatched words)."""
 
 from __future__ import annotations
 
-from .texts import normalized_text
+from .texts import prepared_text
 
 ASCII_PUNCTUATION = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")  # string.punctuation
 
 
-def words(text: str, normalize: str | None = None) -> list[str]:
+def words(text: str, normalize: str | None = None, lowercase: bool = False) -> list[str]:
     """Word tokens as chrF++.py's separate_punctuation makes them.
 
     Split on whitespace (Python's, which is the contract's set); a one-code-point word stays whole; otherwise one
-    trailing, else one leading, ASCII punctuation mark is split off. With ``normalize`` ("NFC" or "NFKC"), each
-    token is then Unicode-normalized in linear time (texts.normalized_text).
+    trailing, else one leading, ASCII punctuation mark is split off. With ``normalize`` ("NFC" or "NFKC") or
+    ``lowercase``, each token is then prepared as the kernels count it (texts.prepared_text: normalized in linear
+    time, then lowercased).
     """
     tokens: list[str] = []
     for word in text.split():
@@ -23,6 +24,6 @@ def words(text: str, normalize: str | None = None) -> list[str]:
             tokens += (word[0], word[1:])
         else:
             tokens.append(word)
-    if normalize is not None:
-        return [normalized_text("token", index, token, normalize) for index, token in enumerate(tokens)]
+    if normalize is not None or lowercase:
+        return [prepared_text("token", index, token, normalize, lowercase) for index, token in enumerate(tokens)]
     return tokens
