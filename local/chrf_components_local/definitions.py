@@ -10,7 +10,7 @@ import pathlib
 import re
 from typing import Any
 
-from . import states
+from . import asl
 from . import template as sam_template
 from .template import ACCOUNT
 
@@ -107,7 +107,7 @@ def load_definition(template_path: pathlib.Path, logical_id: str = STATE_MACHINE
         raise PipelineError(f"{where}: the definition is JSON nested too deeply") from None
     name = _resolved(template, properties.get("Name", logical_id), f"{where}.Name", buckets, region)
     try:
-        states.check_machine(definition)
-    except states.NotImplementedByRunner as error:
+        asl.parse_machine(definition)
+    except asl.NotImplementedByRunner as error:
         raise PipelineError(str(error)) from None
     return definition, name

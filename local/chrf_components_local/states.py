@@ -1,22 +1,14 @@
 """A local runner for this project's state machine (statemachine/corpus_pipeline.asl.json), read from the file.
 
 Not a Step Functions implementation: it runs the parts of the Amazon States Language that the corpus pipeline's
-definition uses, following AWS's documented rules, and refuses by name, before anything runs, every state type,
-field, JSONPath or intrinsic function it does not implement (``the local runner does not implement
-ItemReader.ReaderConfig.CSVHeaders``). What it runs:
-
-* states ``Task`` (``arn:aws:states:::lambda:invoke`` only), ``Map`` (a Distributed Map), ``Pass``, ``Choice``,
-  ``Fail`` and ``Succeed``, with ``InputPath``, ``Parameters``, ``ResultSelector``, ``ResultPath`` and
-  ``OutputPath`` (JSONPath reference paths: ``$``, ``$$`` for the context object, ``.field``, ``['field']``,
-  ``[index]``);
-* ``Retry`` (ErrorEquals, IntervalSeconds, MaxAttempts, BackoffRate, MaxDelaySeconds, JitterStrategy) and
-  ``Catch`` (ErrorEquals, ResultPath, Next), with ``States.ALL`` and ``States.TaskFailed`` as AWS matches them;
-* the Distributed Map's ``ItemReader`` (``s3:getObject``, ``ReaderConfig.InputType`` JSONL, ``MaxItems``),
-  ``ItemSelector`` (``$$.Map.Item.Index``, ``$$.Map.Item.Value``), ``ItemBatcher`` (MaxItemsPerBatch,
-  MaxInputBytesPerBatch, BatchInput), child workflows in threads (at most ``MaxConcurrency`` and the runner's own
-  bound), ``ToleratedFailureCount`` / ``ToleratedFailurePercentage``, ``ResultWriter`` (``s3:putObject``: the
-  manifest and the SUCCEEDED_n / FAILED_n files as AWS writes them) and a Map Run record for DescribeMapRun;
-* Step Functions' quota of 256 KiB for a state's input or output (``States.DataLimitExceeded``).
+definition uses, following AWS's documented rules. The definition is parsed once, before anything runs (asl.py:
+every state type, field, JSONPath or intrinsic function it does not implement is refused there by name, ``the local
+runner does not implement ItemReader.ReaderConfig.CSVHeaders``); this module runs the parsed states: Retry and
+Catch as AWS matches errors (``States.ALL``, ``States.TaskFailed``), the Distributed Map's items read from S3,
+selected, batched and run as child workflows in threads (at most ``MaxConcurrency`` and the runner's own bound),
+its tolerated failures, ResultWriter's manifest and SUCCEEDED_n / FAILED_n files as AWS writes them, a Map Run
+record for DescribeMapRun, Step Functions' quota of 256 KiB for a state's input or output
+(``States.DataLimitExceeded``) and the bounds of an execution (history events, an Express execution's duration).
 
 The Lambda tasks go through a Lambda Invoke API (``LambdaInvoke``: `serve`'s over loopback, or any endpoint), and
 S3 through a boto3 client (a local S3 such as moto's server). Every rule a test pins cites the AWS page it follows
@@ -28,12 +20,10 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import datetime
-import functools
 import json
 import math
 import os
 import random
-import re
 import tempfile
 import threading
 import time
@@ -41,67 +31,27 @@ import uuid
 from collections.abc import Callable, Iterator
 from typing import IO, Any, NamedTuple
 
+from .asl import (
+    DATA_LIMIT,
+    NO_RESULT,
+    Choice,
+    Fail,
+    Machine,
+    Map,
+    Pass,
+    Path,
+    Retrier,
+    StatesError,
+    Succeed,
+    Task,
+    parse_machine,
+)
 from .template import LOCAL_REGION, LOCAL_ROLE, local_arn
 
-LAMBDA_INVOKE = "arn:aws:states:::lambda:invoke"
-S3_GET_OBJECT = "arn:aws:states:::s3:getObject"
-S3_PUT_OBJECT = "arn:aws:states:::s3:putObject"
-MAP_CONCURRENCY_LIMIT = 10000  # a Distributed Map's MaxConcurrency at most (state-map-distributed.html)
-LABEL_LIMIT = 40  # characters of a Distributed Map's Label (state-map-distributed.html)
-LABEL_FORBIDDEN = re.compile(r"[\s<>{}\[\]?*\"#%\\^|~`$&,;:/\x00-\x1f\x7f-\x9f]")
 HISTORY_LIMIT = 25000  # events in a Standard execution's history: past it, the execution fails
 EXPRESS_DURATION = 300  # seconds an Express execution may run: past it, it times out
-RETRY_LIMIT = 99999999  # IntervalSeconds and MaxAttempts at most (concepts-error-handling.html)
-MAX_DELAY_LIMIT = 31622400  # MaxDelaySeconds at most: a year, a Standard execution's longest duration
-DATA_LIMIT = 256 * 1024  # bytes of a state's or task's input or output, and of a child execution's input
 RESULT_FILE_LIMIT = 5 * 1024**3  # ResultWriter starts another result file past 5 GB
 READ_CHUNK = 1 << 20
-
-COMMON = {"Type", "Comment", "InputPath", "OutputPath", "Next", "End"}
-STATE_FIELDS = {
-    "Task": COMMON | {"Resource", "Parameters", "ResultSelector", "ResultPath", "Retry", "Catch"},
-    "Map": COMMON | {"ItemReader", "ItemSelector", "ItemBatcher", "ItemProcessor", "MaxConcurrency",
-                     "ToleratedFailureCount", "ToleratedFailurePercentage", "ResultWriter", "ResultSelector",
-                     "ResultPath", "Retry", "Catch", "Label"},
-    "Pass": COMMON | {"Parameters", "Result", "ResultPath"},
-    "Choice": {"Type", "Comment", "InputPath", "OutputPath", "Choices", "Default"},
-    "Succeed": {"Type", "Comment", "InputPath", "OutputPath"},
-    "Fail": {"Type", "Comment", "Error", "Cause", "ErrorPath", "CausePath"},
-}
-RETRY_FIELDS = {"ErrorEquals", "IntervalSeconds", "MaxAttempts", "BackoffRate", "MaxDelaySeconds", "JitterStrategy",
-                "Comment"}
-CATCH_FIELDS = {"ErrorEquals", "ResultPath", "Next", "Comment"}
-LAMBDA_PARAMETERS = {"FunctionName", "Payload", "Qualifier"}
-COMPARISONS: dict[str, tuple[Any, Callable[[Any, Any], bool]]] = {
-    "StringEquals": (str, lambda a, b: a == b), "StringLessThan": (str, lambda a, b: a < b),
-    "StringGreaterThan": (str, lambda a, b: a > b), "StringLessThanEquals": (str, lambda a, b: a <= b),
-    "StringGreaterThanEquals": (str, lambda a, b: a >= b),
-    "NumericEquals": ((int, float), lambda a, b: a == b), "NumericLessThan": ((int, float), lambda a, b: a < b),
-    "NumericGreaterThan": ((int, float), lambda a, b: a > b),
-    "NumericLessThanEquals": ((int, float), lambda a, b: a <= b),
-    "NumericGreaterThanEquals": ((int, float), lambda a, b: a >= b),
-    "BooleanEquals": (bool, lambda a, b: a == b),
-}
-TYPE_TESTS = {"IsNull": lambda value: value is None, "IsString": lambda value: isinstance(value, str),
-              "IsBoolean": lambda value: isinstance(value, bool),
-              "IsNumeric": lambda value: isinstance(value, (int, float)) and not isinstance(value, bool)}
-PATH_STEP = re.compile(r"\.([^.\[\]\s'\"*@()?,]+)|\['([^'\\]*)'\]|\[(\d+)\]")
-INTRINSIC = re.compile(r"(States\.[A-Za-z0-9]+)\(")
-Predicate = Callable[[Any, "Context"], bool]  # a Choice rule as it runs: whether it holds of a state's data
-Rules = dict[int, Predicate]  # a machine's Choice rules, by the identity of the rule's object in the definition
-
-
-class NotImplementedByRunner(Exception):
-    """The definition asks for something this runner does not implement, or that AWS would not accept either:
-    found before anything runs, named in one line."""
-
-
-class StatesError(Exception):
-    """A Step Functions error (its name, as Retry and Catch match it) and its cause."""
-
-    def __init__(self, error: str, cause: str = "") -> None:
-        super().__init__(f"{error}: {cause}")
-        self.error, self.cause = error, cause
 
 
 class Stopped(Exception):
@@ -181,311 +131,7 @@ def json_size(value: Any) -> int:
     return len(encoded(value))
 
 
-# ---- checking the definition before anything runs ------------------------------------------------------------------
-
-
-def refuse(where: str, what: str) -> NotImplementedByRunner:
-    return NotImplementedByRunner(f"{where}: the local runner does not implement {what}")
-
-
-def parse_path(text: Any, where: str, field: str) -> tuple[str, tuple[str | int, ...]]:
-    """A JSONPath reference path: its root ('$' or '$$') and steps (names and indexes); a path read once is not
-    read again (the runner resolves the same few paths for every item)."""
-    parsed = _parsed_path(text) if isinstance(text, str) else None
-    if parsed is not None:
-        return parsed
-    root, steps = _parse_path(text, where, field)
-    return root, tuple(steps)
-
-
-@functools.lru_cache(maxsize=4096)
-def _parsed_path(text: str) -> tuple[str, tuple[str | int, ...]] | None:
-    try:
-        root, steps = _parse_path(text, "", "")
-    except NotImplementedByRunner:
-        return None
-    return root, tuple(steps)
-
-
-def _parse_path(text: Any, where: str, field: str) -> tuple[str, list[str | int]]:
-    if not isinstance(text, str) or not text.startswith("$"):
-        raise refuse(where, f"{field} {text!r} (a JSONPath must start with $)")
-    root = "$$" if text.startswith("$$") else "$"
-    steps: list[str | int] = []
-    position = len(root)
-    while position < len(text):
-        match = PATH_STEP.match(text, position)
-        if match is None:
-            raise refuse(where, f"the JSONPath {text} in {field} (only reference paths: .name, ['name'], [index])")
-        name, quoted, index = match.groups()
-        steps.append(int(index) if index is not None else name if name is not None else quoted)
-        position = match.end()
-    return root, steps
-
-
-def check_template(template: Any, where: str, field: str) -> None:
-    """A payload template: every ``key.$`` holds a path (an intrinsic function is refused by name)."""
-    if isinstance(template, dict):
-        for key, value in template.items():
-            if isinstance(key, str) and key.endswith(".$"):
-                intrinsic = INTRINSIC.match(value) if isinstance(value, str) else None
-                if intrinsic:
-                    raise refuse(where, f"the intrinsic function {intrinsic.group(1)} (in {field}.{key})")
-                parse_path(value, where, f"{field}.{key}")
-            else:
-                check_template(value, where, f"{field}.{key}")
-    elif isinstance(template, list):
-        for number, value in enumerate(template):
-            check_template(value, where, f"{field}[{number}]")
-
-
-def check_fields(value: Any, allowed: set[str], where: str, prefix: str) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise refuse(where, f"{prefix or 'a state'} that is not a JSON object")
-    for key in value:
-        if key not in allowed:
-            raise refuse(where, f"{prefix}{'.' if prefix else ''}{key}")
-    return value
-
-
-def check_positive(state: dict[str, Any], key: str, where: str, minimum: float = 0, integer: bool = True,
-                   maximum: float = math.inf) -> None:
-    """A number field within AWS's documented range (``minimum`` to ``maximum``, inclusive)."""
-    if key in state:
-        value = state[key]
-        kind_ok = type(value) is int if integer else isinstance(value, (int, float)) and type(value) is not bool
-        if not kind_ok or not minimum <= value <= maximum or (not integer and not math.isfinite(value)):
-            low, high = (f"{bound:.15g}" for bound in (minimum, maximum))
-            bound = f">= {low}" if maximum == math.inf else f"from {low} to {high}"
-            raise refuse(where, f"{key} {value!r} (AWS requires {'an integer' if integer else 'a number'} {bound})")
-
-
-def check_error_names(entry: dict[str, Any], where: str, field: str, last: bool) -> None:
-    """ErrorEquals: names; States.ALL alone, and only in the last retrier or catcher (AWS: "must appear alone in
-    the array and must appear in the last retrier/catcher", concepts-error-handling.html)."""
-    names = entry.get("ErrorEquals")
-    if not isinstance(names, list) or not names or not all(isinstance(name, str) for name in names):
-        raise refuse(where, f"{field}.ErrorEquals that is not a non-empty list of error names")
-    if "States.ALL" in names and names != ["States.ALL"]:
-        raise refuse(where, f"{field}.ErrorEquals with States.ALL beside other names (AWS requires it alone)")
-    if "States.ALL" in names and not last:
-        raise refuse(where, f"{field}.ErrorEquals States.ALL before the last one (AWS requires it last)")
-
-
-def check_machine(machine: Any, where: str = "the definition", child: bool = False,
-                  rules: Rules | None = None) -> Rules:
-    """A state machine (or a Map's ItemProcessor): StartAt, States, each state's fields and their types and AWS's
-    ranges; Next targets exist. Whatever the shape, the answer is this or NotImplementedByRunner, in one line. Its
-    Choice rules (its ItemProcessors' too), read once: each rule's predicate, by the rule's identity."""
-    rules = {} if rules is None else rules
-    if not child:
-        try:
-            json.dumps(machine, ensure_ascii=False).encode("utf-8")
-        except UnicodeEncodeError:
-            raise refuse(where, "a string holding a lone surrogate (not UTF-8 text, which AWS requires)") from None
-        except RecursionError:
-            raise refuse(where, "JSON nested this deeply") from None
-    allowed = {"StartAt", "States", "Comment", "ProcessorConfig"} if child else {"StartAt", "States", "Comment"}
-    check_fields(machine, allowed, where, "")
-    check_comment(machine, where)
-    states = machine.get("States")
-    if not isinstance(states, dict) or not states or not names_state(machine.get("StartAt"), states):
-        raise refuse(where, "a machine without States or whose StartAt names no state")
-    for name, state in states.items():
-        check_state(name, state, states, rules)
-    return rules
-
-
-def names_state(value: Any, states: dict[str, Any]) -> bool:
-    """Whether a Next, StartAt or Default names a state (a string: a list or an object names none)."""
-    return isinstance(value, str) and value in states
-
-
-def check_comment(value: dict[str, Any], where: str) -> None:
-    if not isinstance(value.get("Comment", ""), str):
-        raise refuse(where, "a Comment that is not a string")
-
-
-def check_state(name: str, state: Any, states: dict[str, Any], rules: Rules) -> None:
-    where = f"state {name}"
-    kind = state.get("Type") if isinstance(state, dict) else None
-    if kind not in STATE_FIELDS:
-        raise refuse(where, f"the state type {kind}")
-    check_fields(state, STATE_FIELDS[kind], where, "")
-    for field in ("InputPath", "OutputPath", "ResultPath"):
-        if state.get(field) is not None and field in state:
-            root, steps = parse_path(state[field], where, field)
-            if field == "ResultPath" and (root != "$" or any(isinstance(step, int) for step in steps)):
-                raise refuse(where, f"ResultPath {state[field]} (only field names under $)")
-    for field in ("Parameters", "ResultSelector", "ItemSelector"):
-        if field in state:
-            check_template(state[field], where, field)
-    if kind not in ("Choice", "Succeed", "Fail"):
-        if state.get("End") is True:
-            if "Next" in state:
-                raise refuse(where, "both Next and End")
-        elif not names_state(state.get("Next"), states):
-            raise refuse(where, f"Next {state.get('Next')!r}, which names no state")
-    check_comment(state, where)
-    retriers, catchers = state.get("Retry", []), state.get("Catch", [])
-    for field, value in (("Retry", retriers), ("Catch", catchers)):
-        if not isinstance(value, list):
-            raise refuse(where, f"{field} that is not a list")
-    for number, retrier in enumerate(retriers):
-        check_fields(retrier, RETRY_FIELDS, where, f"Retry[{number}]")
-        check_error_names(retrier, where, f"Retry[{number}]", number == len(retriers) - 1)
-        check_positive(retrier, "IntervalSeconds", where, 1, maximum=RETRY_LIMIT)
-        check_positive(retrier, "MaxAttempts", where, 0, maximum=RETRY_LIMIT)
-        check_positive(retrier, "MaxDelaySeconds", where, 1, maximum=MAX_DELAY_LIMIT)
-        check_positive(retrier, "BackoffRate", where, 1.0, integer=False)
-        if retrier.get("JitterStrategy", "NONE") not in ("FULL", "NONE"):
-            raise refuse(where, f"Retry[{number}].JitterStrategy {retrier['JitterStrategy']!r}")
-    for number, catcher in enumerate(catchers):
-        check_fields(catcher, CATCH_FIELDS, where, f"Catch[{number}]")
-        check_error_names(catcher, where, f"Catch[{number}]", number == len(catchers) - 1)
-        if not names_state(catcher.get("Next"), states):
-            raise refuse(where, f"Catch[{number}].Next {catcher.get('Next')!r}, which names no state")
-        if catcher.get("ResultPath") is not None:
-            parse_path(catcher.get("ResultPath", "$"), where, f"Catch[{number}].ResultPath")
-    if kind == "Task":
-        check_task(state, where)
-    elif kind == "Map":
-        check_map(state, where, rules)
-    elif kind == "Choice":
-        choices = state.get("Choices")
-        if not isinstance(choices, list) or not choices:
-            raise refuse(where, "a Choice state without Choices")
-        for number, rule in enumerate(choices):
-            rules[id(rule)] = check_rule(rule, where, f"Choices[{number}]", top=True)
-            if not names_state(rule.get("Next"), states):
-                raise refuse(where, f"Choices[{number}].Next {rule.get('Next')!r}, which names no state")
-        if "Default" in state and not names_state(state["Default"], states):
-            raise refuse(where, f"Default {state['Default']!r}, which names no state")
-    elif kind == "Fail":
-        for field in ("ErrorPath", "CausePath"):
-            if field in state:
-                parse_path(state[field], where, field)
-
-
-def check_task(state: dict[str, Any], where: str) -> None:
-    if state.get("Resource") != LAMBDA_INVOKE:
-        raise refuse(where, f"the Task resource {state.get('Resource')!r} (only {LAMBDA_INVOKE})")
-    parameters = state.get("Parameters")
-    if not isinstance(parameters, dict):
-        raise refuse(where, f"{LAMBDA_INVOKE} without Parameters")
-    names = {key.removesuffix(".$") for key in parameters}
-    for name in sorted(names - LAMBDA_PARAMETERS):
-        raise refuse(where, f"Parameters.{name} of {LAMBDA_INVOKE}")
-    for required in ("FunctionName", "Payload"):
-        if required not in names:
-            raise refuse(where, f"{LAMBDA_INVOKE} without Parameters.{required}")
-
-
-def check_map(state: dict[str, Any], where: str, rules: Rules) -> None:
-    processor = state.get("ItemProcessor")
-    config = check_fields(processor.get("ProcessorConfig", {}) if isinstance(processor, dict) else None,
-                          {"Mode", "ExecutionType"}, where, "ItemProcessor.ProcessorConfig")
-    if config.get("Mode") != "DISTRIBUTED":
-        raise refuse(where, f"ItemProcessor.ProcessorConfig.Mode {config.get('Mode', 'INLINE')} (only DISTRIBUTED)")
-    if config.get("ExecutionType") not in ("EXPRESS", "STANDARD"):
-        raise refuse(where, f"ItemProcessor.ProcessorConfig.ExecutionType {config.get('ExecutionType')!r}")
-    check_machine(processor, f"{where} (ItemProcessor)", child=True, rules=rules)
-    reader = check_fields(state.get("ItemReader"), {"Resource", "ReaderConfig", "Parameters"}, where, "ItemReader")
-    if reader.get("Resource") != S3_GET_OBJECT:
-        raise refuse(where, f"ItemReader.Resource {reader.get('Resource')!r} (only {S3_GET_OBJECT})")
-    check_template(reader.get("Parameters"), where, "ItemReader.Parameters")
-    if {key.removesuffix(".$") for key in reader.get("Parameters") or {}} != {"Bucket", "Key"}:
-        raise refuse(where, "ItemReader.Parameters other than Bucket and Key")
-    config = check_fields(reader.get("ReaderConfig"), {"InputType", "MaxItems"}, where, "ItemReader.ReaderConfig")
-    if config.get("InputType") != "JSONL":
-        raise refuse(where, f"ItemReader.ReaderConfig.InputType {config.get('InputType')} (only JSONL)")
-    check_positive(config, "MaxItems", where, 1)
-    if "ItemBatcher" in state:
-        batcher = check_fields(state["ItemBatcher"], {"MaxItemsPerBatch", "MaxInputBytesPerBatch", "BatchInput"},
-                               where, "ItemBatcher")
-        if "MaxItemsPerBatch" not in batcher and "MaxInputBytesPerBatch" not in batcher:
-            raise refuse(where, "an ItemBatcher without MaxItemsPerBatch or MaxInputBytesPerBatch")
-        check_positive(batcher, "MaxItemsPerBatch", where, 1)
-        check_positive(batcher, "MaxInputBytesPerBatch", where, 1)
-        if batcher.get("MaxInputBytesPerBatch", 0) > DATA_LIMIT:
-            raise refuse(where, f"ItemBatcher.MaxInputBytesPerBatch over {DATA_LIMIT} bytes (256 KiB, AWS's limit)")
-        check_template(batcher.get("BatchInput", {}), where, "ItemBatcher.BatchInput")
-    check_positive(state, "MaxConcurrency", where, 0, maximum=MAP_CONCURRENCY_LIMIT)
-    label = state.get("Label", "")
-    if not isinstance(label, str) or len(label) > LABEL_LIMIT or LABEL_FORBIDDEN.search(label):
-        raise refuse(where, f"Label {json.dumps(label)[:60]} (AWS requires at most {LABEL_LIMIT} characters, "
-                            f"without whitespace, brackets, wildcards, special or control characters)")
-    if "ItemSelector" in state and not isinstance(state["ItemSelector"], dict):
-        raise refuse(where, "an ItemSelector that is not a JSON object")
-    check_positive(state, "ToleratedFailureCount", where, 0)
-    check_positive(state, "ToleratedFailurePercentage", where, 0, integer=False)
-    if state.get("ToleratedFailurePercentage", 0) > 100:
-        raise refuse(where, "ToleratedFailurePercentage over 100")
-    if "ResultWriter" in state:
-        writer = check_fields(state["ResultWriter"], {"Resource", "Parameters"}, where, "ResultWriter")
-        if writer.get("Resource") != S3_PUT_OBJECT:
-            raise refuse(where, f"ResultWriter.Resource {writer.get('Resource')!r} (only {S3_PUT_OBJECT})")
-        check_template(writer.get("Parameters"), where, "ResultWriter.Parameters")
-        if {key.removesuffix(".$") for key in writer.get("Parameters") or {}} != {"Bucket", "Prefix"}:
-            raise refuse(where, "ResultWriter.Parameters other than Bucket and Prefix")
-
-
-def check_rule(rule: Any, where: str, field: str, top: bool = False) -> Predicate:
-    """A Choice rule, checked (one operator, AWS's operand types, paths that parse), and what it is when it runs:
-    whether it holds of a state's data (read once: the runner only calls it)."""
-    allowed = {"Next", "Comment"} if top else {"Comment"}
-    if not isinstance(rule, dict):
-        raise refuse(where, f"{field} that is not a JSON object")
-    operators = [key for key in rule if key not in allowed | {"Variable"}]
-    if len(operators) != 1:
-        raise refuse(where, f"{field} with {len(operators)} comparison operators (one is required)")
-    operator = operators[0]
-    if operator in ("And", "Or"):
-        if not isinstance(rule[operator], list) or not rule[operator]:
-            raise refuse(where, f"{field}.{operator} that is not a non-empty list")
-        inner = [check_rule(each, where, f"{field}.{operator}[{number}]") for number, each in enumerate(rule[operator])]
-        combined = all if operator == "And" else any
-        return lambda data, context: combined(holds(data, context) for holds in inner)
-    if operator == "Not":
-        negated = check_rule(rule["Not"], where, f"{field}.Not")
-        return lambda data, context: not negated(data, context)
-    base = operator.removesuffix("Path")
-    if base not in COMPARISONS and operator not in TYPE_TESTS and operator != "IsPresent":
-        raise refuse(where, f"the Choice operator {operator} (in {field})")
-    parse_path(rule.get("Variable"), where, f"{field}.Variable")
-    variable: str = rule["Variable"]
-    operand = rule[operator]
-    if operator.endswith("Path") and base in COMPARISONS:
-        parse_path(operand, where, f"{field}.{operator}")
-    else:
-        kinds = COMPARISONS[operator][0] if operator in COMPARISONS else bool
-        if not isinstance(operand, kinds) or (kinds is not bool and isinstance(operand, bool)):
-            wanted = {str: "a string", bool: "true or false"}.get(kinds, "a number")
-            raise refuse(where, f"{field}.{operator} {json.dumps(operand)[:40]} (AWS requires {wanted})")
-    if operator == "IsPresent":
-        def present(data: Any, context: Context) -> bool:
-            try:
-                resolve(variable, data, context, "Variable")
-            except StatesError:
-                return operand is False
-            return operand is True
-        return present
-    if operator in TYPE_TESTS:
-        test: Callable[[Any], bool] = TYPE_TESTS[operator]
-        return lambda data, context: test(resolve(variable, data, context, "Variable")) is operand
-    kinds, compare = COMPARISONS[base]
-    numeric = operator.startswith("Numeric")
-
-    def compared(data: Any, context: Context) -> bool:
-        value = resolve(variable, data, context, "Variable")
-        other = resolve(operand, data, context, operator) if operator.endswith("Path") else operand
-        if numeric and (type(value) is bool or type(other) is bool):
-            return False
-        return isinstance(value, kinds) and isinstance(other, kinds) and bool(compare(value, other))
-    return compared
-
-
-# ---- paths and payload templates -----------------------------------------------------------------------------------
+# ---- an execution's context object --------------------------------------------------------------------------------
 
 
 class Context:
@@ -527,66 +173,16 @@ class Context:
         return data
 
 
-def resolve(path: str, data: Any, context: Context, field: str) -> Any:
-    root, steps = parse_path(path, "a path", field)
-    value: Any = context.data() if root == "$$" else data
-    for step in steps:
-        found = (isinstance(step, int) and isinstance(value, list) and step < len(value)) or (
-            isinstance(step, str) and isinstance(value, dict) and step in value)
-        if found:
-            value = value[step]
-        else:
-            raise StatesError("States.Runtime", f"The JSONPath '{path}' specified for the field '{field}' could "
-                                                f"not be found in the input")
-    return value
-
-
-def evaluate(template: Any, data: Any, context: Context, field: str = "Parameters") -> Any:
-    """A payload template with its ``key.$`` paths resolved against ``data`` and the context object."""
-    if isinstance(template, dict):
-        result = {}
-        for key, value in template.items():
-            if key.endswith(".$"):
-                result[key[:-2]] = resolve(value, data, context, key)
-            else:
-                result[key] = evaluate(value, data, context, field)
-        return result
-    if isinstance(template, list):
-        return [evaluate(value, data, context, field) for value in template]
-    return template
-
-
-def put(data: Any, path: str | None, value: Any) -> Any:
-    """``data`` with ``value`` placed at a ResultPath (None: the result is discarded; '$': it replaces the input).
-    Only the objects along the path are copied: the input itself is not changed."""
-    if path is None:
-        return data
-    _, steps = parse_path(path, "a path", "ResultPath")
-    if not steps:
-        return value
-    root = dict(data) if isinstance(data, dict) else None
-    if root is None:
-        raise StatesError("States.ResultPathMatchFailure",
-                          f"Unable to apply ResultPath {path}: the state's input is not an object")
-    target = root
-    for step in steps[:-1]:
-        inner = target.get(step)
-        if inner is None:
-            inner = {}
-        elif not isinstance(inner, dict):
-            raise StatesError("States.ResultPathMatchFailure",
-                              f"Unable to apply ResultPath {path}: {step} is not an object")
-        target[step] = inner = dict(inner)
-        target = inner
-    target[steps[-1]] = value
-    return root
-
-
-def select(data: Any, path: Any, context: Context, field: str) -> Any:
+def select(data: Any, path: Path | None, context: Context, field: str) -> Any:
     """InputPath or OutputPath: the whole data when absent, {} when null."""
     if path is None:
         return {}
-    return resolve(path, data, context, field)
+    return path.resolve(data, context, field)
+
+
+def put(data: Any, path: Path | None, value: Any) -> Any:
+    """``data`` with ``value`` placed at a ResultPath (None: the result is discarded)."""
+    return data if path is None else path.put(data, value)
 
 
 def checked_size(value: Any, where: str) -> Any:
@@ -613,15 +209,15 @@ def matches(names: list[str], error: str, task: bool) -> bool:
     return "States.ALL" in names or (task and "States.TaskFailed" in names and error != "States.Timeout")
 
 
-def retry_delay(retrier: dict[str, Any], retries: int, draw: Callable[[], float]) -> float:
+def retry_delay(retrier: Retrier, retries: int, draw: Callable[[], float]) -> float:
     """Seconds before retry number ``retries`` (0 for the first): IntervalSeconds times BackoffRate to the power of
     the retries already made, at most MaxDelaySeconds; with JitterStrategy FULL, a random share of it."""
     try:
-        delay = retrier.get("IntervalSeconds", 1) * retrier.get("BackoffRate", 2.0) ** retries
+        delay = retrier.interval * retrier.backoff_rate ** retries
     except OverflowError:  # a BackoffRate of 1e308: past any bound below
         delay = math.inf
-    delay = min(delay, retrier.get("MaxDelaySeconds", MAX_DELAY_LIMIT))  # no wait outlasts a Standard execution
-    return delay * draw() if retrier.get("JitterStrategy") == "FULL" else float(delay)
+    delay = min(delay, retrier.max_delay)
+    return delay * draw() if retrier.full_jitter else float(delay)
 
 
 # ---- running -------------------------------------------------------------------------------------------------------
@@ -630,14 +226,13 @@ def retry_delay(retrier: dict[str, Any], retries: int, draw: Callable[[], float]
 class MapRun:
     """A Map Run's record, as DescribeMapRun tells it."""
 
-    def __init__(self, arn: str, execution_arn: str, state: dict[str, Any], concurrency: int) -> None:
+    def __init__(self, arn: str, execution_arn: str, state: Map, concurrency: int) -> None:
         self.arn, self.execution_arn = arn, execution_arn
         self.start: datetime.datetime = now()
         self.stop: datetime.datetime | None = None
         self.status = "RUNNING"
         self.max_concurrency = concurrency
-        self.tolerated_count: int | None = state.get("ToleratedFailureCount")
-        self.tolerated_percentage: float | None = state.get("ToleratedFailurePercentage")
+        self.tolerated_count, self.tolerated_percentage = state.tolerated_count, state.tolerated_percentage
         self.items = dict.fromkeys(("pending", "running", "succeeded", "failed", "timedOut", "aborted", "total",
                                     "resultsWritten"), 0)
         self.executions = dict(self.items)
@@ -707,7 +302,7 @@ class StateMachine:
 
     def __init__(self, definition: dict[str, Any], name: str, services: Services,
                  region: str = LOCAL_REGION) -> None:
-        self.rules = check_machine(definition)
+        self.machine = parse_machine(definition)
         self.definition, self.name, self.services, self.region = definition, name, services, region
         self.arn = self.arn_of(f"stateMachine:{name}")
 
@@ -728,70 +323,69 @@ class StateMachine:
                           control)
         try:
             checked_size(execution_input, "execution input")
-            output = self.run(self.definition, execution_input, context)
+            output = self.run(self.machine, execution_input, context)
         except StatesError as error:
             return Execution(arn, "FAILED", error=error.error, cause=error.cause)
         except Stopped:
             return Execution(arn, "ABORTED")
         return Execution(arn, "SUCCEEDED", output=dumps(output))
 
-    def run(self, machine: dict[str, Any], data: Any, context: Context) -> Any:
-        states, name = machine["States"], machine["StartAt"]
+    def run(self, machine: Machine, data: Any, context: Context) -> Any:
+        name = machine.start_at
         while True:
             context.count(2)  # its Entered and Exited events
-            state = states[name]
+            state = machine.states[name]
             context.state = {"Name": name, "EnteredTime": timestamp(now()), "RetryCount": 0}
-            kind = state["Type"]
-            if kind == "Fail":
-                error = resolve(state["ErrorPath"], data, context, "ErrorPath") if "ErrorPath" in state else \
-                    state.get("Error", "States.Fail")
-                cause = resolve(state["CausePath"], data, context, "CausePath") if "CausePath" in state else \
-                    state.get("Cause", "")
+            if isinstance(state, Fail):
+                error = state.error_path.resolve(data, context, "ErrorPath") if state.error_path else state.error
+                cause = state.cause_path.resolve(data, context, "CausePath") if state.cause_path else state.cause
                 raise StatesError(str(error), cause if isinstance(cause, str) else dumps(cause))
-            effective = select(data, state.get("InputPath", "$"), context, "InputPath")
-            if kind == "Succeed":
-                return select(effective, state.get("OutputPath", "$"), context, "OutputPath")
-            if kind == "Choice":
-                name = self.choose(state, effective, context, name)
-                data = select(effective, state.get("OutputPath", "$"), context, "OutputPath")
+            effective = select(data, state.input_path, context, "InputPath")
+            if isinstance(state, Succeed):
+                return select(effective, state.output_path, context, "OutputPath")
+            if isinstance(state, Choice):
+                name = self.choose(state, effective, context)
+                data = select(effective, state.output_path, context, "OutputPath")
                 continue
+            assert isinstance(state, (Pass, Task))
             try:
-                if kind == "Pass":
-                    result = evaluate(state["Parameters"], effective, context) if "Parameters" in state else \
-                        state.get("Result", effective)
+                if isinstance(state, Pass):
+                    result = state.parameters.evaluate(effective, context) if state.parameters else \
+                        effective if state.result is NO_RESULT else state.result
                 else:
                     result = self.with_retries(state, effective, context)
-                    if "ResultSelector" in state:
-                        result = evaluate(state["ResultSelector"], result, context, "ResultSelector")
-                output = put(data, state.get("ResultPath", "$"), result)
-                output = checked_size(select(output, state.get("OutputPath", "$"), context, "OutputPath"),
+                    if state.result_selector is not None:
+                        result = state.result_selector.evaluate(result, context)
+                output = put(data, state.result_path, result)
+                output = checked_size(select(output, state.output_path, context, "OutputPath"),
                                       f"output of state {name}")
             except StatesError as error:
-                catcher = next((catcher for catcher in state.get("Catch", [])
-                                if matches(catcher["ErrorEquals"], error.error, kind in ("Task", "Map"))), None)
+                catcher = next((catcher for catcher in state.catchers if
+                                matches(catcher.error_equals, error.error, True)), None) \
+                    if isinstance(state, Task) else None
                 if catcher is None:
                     raise
-                data = put(data, catcher.get("ResultPath", "$"), {"Error": error.error, "Cause": error.cause})
-                name = catcher["Next"]
+                data = put(data, catcher.result_path, {"Error": error.error, "Cause": error.cause})
+                name = catcher.next
                 continue
-            if state.get("End"):
+            if state.end:
                 return output
-            data, name = output, state["Next"]
+            data, name = output, str(state.next)
 
-    def with_retries(self, state: dict[str, Any], effective: Any, context: Context) -> Any:
-        attempts = [0] * len(state.get("Retry", []))
+    def with_retries(self, state: Task, effective: Any, context: Context) -> Any:
+        attempts = [0] * len(state.retriers)
         while True:
             try:
                 context.count(3)  # Scheduled, Started, and Succeeded or Failed
-                return self.task(state, effective, context) if state["Type"] == "Task" else \
-                    self.map(state, effective, context)
+                return self.map(state, effective, context) if isinstance(state, Map) else \
+                    self.task(state, effective, context)
             except StatesError as error:
-                found = next((number for number, retrier in enumerate(state.get("Retry", []))
-                              if matches(retrier["ErrorEquals"], error.error, True)), None)
+                found = next((number for number, retrier in enumerate(state.retriers)
+                              if matches(retrier.error_equals, error.error, True)), None)
                 if found is None:
                     raise
-                retrier = state["Retry"][found]
-                if attempts[found] >= retrier.get("MaxAttempts", 3):
+                retrier = state.retriers[found]
+                if attempts[found] >= retrier.max_attempts:
                     raise
                 delay = retry_delay(retrier, attempts[found], self.services.jitter)
                 if self.services.sleep is None:
@@ -801,18 +395,19 @@ class StateMachine:
                 attempts[found] += 1
                 context.state["RetryCount"] = context.state.get("RetryCount", 0) + 1
 
-    def choose(self, state: dict[str, Any], data: Any, context: Context, name: str) -> str:
-        for rule in state["Choices"]:
-            if self.rules[id(rule)](data, context):
-                return str(rule["Next"])
-        if "Default" in state:
-            return str(state["Default"])
-        raise StatesError("States.NoChoiceMatched", f"No Choice Rules matched in state {name}, and no Default")
+    def choose(self, state: Choice, data: Any, context: Context) -> str:
+        for holds, following in state.choices:
+            if holds(data, context):
+                return following
+        if state.default is not None:
+            return state.default
+        raise StatesError("States.NoChoiceMatched", f"No Choice Rules matched in state {state.name}, and no Default")
 
     # ---- Task: arn:aws:states:::lambda:invoke ----
 
-    def task(self, state: dict[str, Any], effective: Any, context: Context) -> Any:
-        parameters = evaluate(state["Parameters"], effective, context)
+    def task(self, state: Task, effective: Any, context: Context) -> Any:
+        assert state.parameters is not None  # a lambda:invoke Task's are required
+        parameters = state.parameters.evaluate(effective, context)
         function = parameters["FunctionName"]
         if "Qualifier" in parameters:
             function = f"{function}:{parameters['Qualifier']}"
@@ -843,10 +438,10 @@ class StateMachine:
 
     # ---- Map: a Distributed Map ----
 
-    def map(self, state: dict[str, Any], effective: Any, context: Context) -> Any:
-        label = state.get("Label") or context.state["Name"]
+    def map(self, state: Map, effective: Any, context: Context) -> Any:
+        label = state.label or state.name
         run_id = str(uuid.uuid4())
-        limit = state.get("MaxConcurrency", 0)
+        limit = state.max_concurrency
         parallel = min(limit, self.services.concurrency) if limit else self.services.concurrency
         record = MapRun(self.arn_of(f"mapRun:{self.name}/{label}:{run_id}"), context.execution["Id"], state, limit)
         self.services.map_runs.add(record)
@@ -868,7 +463,7 @@ class StateMachine:
         finally:
             record.stop = now()
 
-    def read_batches(self, state: dict[str, Any], effective: Any, context: Context,
+    def read_batches(self, state: Map, effective: Any, context: Context,
                      child: ChildRuns) -> Iterator[Batch]:
         """Read the items (ItemReader), select each (ItemSelector) and batch them (ItemBatcher) into the child
         runs' spool: the child executions' inputs, each checked against the 256 KiB limit, yielded as each is
@@ -881,16 +476,11 @@ class StateMachine:
                 child.spool.write(data)
             return batch
 
-        reader = state["ItemReader"]
-        location = evaluate(reader["Parameters"], effective, context, "ItemReader.Parameters")
-        max_items = reader["ReaderConfig"].get("MaxItems")
-        batcher = state.get("ItemBatcher")
-        if batcher is not None:
-            envelope = {"BatchInput": evaluate(batcher["BatchInput"], effective, context, "BatchInput")} \
-                if "BatchInput" in batcher else {}
+        location = state.reader.evaluate(effective, context)
+        max_items, max_items_per_batch, max_bytes = state.max_items, state.max_items_per_batch, state.max_input_bytes
+        if state.batched:
+            envelope = {"BatchInput": state.batch_input.evaluate(effective, context)} if state.batch_input else {}
             base = json_size({**envelope, "Items": []})
-            max_items_per_batch = batcher.get("MaxItemsPerBatch", math.inf)
-            max_bytes = min(batcher.get("MaxInputBytesPerBatch", DATA_LIMIT), DATA_LIMIT)
         pending: list[bytes] = []
         pending_size, first = 0, 0
 
@@ -904,13 +494,12 @@ class StateMachine:
         for index, (line, item) in enumerate(self.read_items(location, max_items)):
             context.item = {"Index": index, "Value": item}
             try:
-                selected = evaluate(state["ItemSelector"], effective, context, "ItemSelector") \
-                    if "ItemSelector" in state else item
+                selected = state.selector.evaluate(effective, context) if state.selector else item
             finally:
                 context.item = None
             text = encoded(selected)
             size = len(text)
-            if batcher is None:
+            if not state.batched:
                 if size > DATA_LIMIT:
                     raise StatesError("States.DataLimitExceeded", f"line {line}: {size} bytes, over the "
                                                                   f"{DATA_LIMIT}-byte input of a child execution")
@@ -974,12 +563,12 @@ class ChildRuns:
     """A Map Run's child executions: run in threads, at most ``parallel`` at once, their records spooled in
     completion order (SUCCEEDED and FAILED apart) for ResultWriter."""
 
-    def __init__(self, machine: StateMachine, state: dict[str, Any], label: str, run_id: str, record: MapRun,
+    def __init__(self, machine: StateMachine, state: Map, label: str, run_id: str, record: MapRun,
                  spool: IO[bytes], state_input: tuple[Any, Context]) -> None:
         self.machine, self.state, self.label, self.run_id, self.record = machine, state, label, run_id, record
         self.state_input = state_input  # the Map state's effective input and context, for ResultWriter's paths
         self.spool, self.spool_lock = spool, threading.Lock()
-        self.express = state["ItemProcessor"]["ProcessorConfig"]["ExecutionType"] == "EXPRESS"
+        self.express = state.express
         self.exceeded = False
         self.written: dict[str, Any] | None = None
 
@@ -1003,7 +592,7 @@ class ChildRuns:
         entry: dict[str, Any] = {"ExecutionArn": arn, "Input": text, "InputDetails": {"Included": True},
                                  "Name": name}
         try:
-            output = machine.run(self.state["ItemProcessor"], data, context)
+            output = machine.run(self.state.processor, data, context)
             entry.update(Output=dumps(output), OutputDetails={"Included": True}, Status="SUCCEEDED")
         except StatesError as error:
             entry.update(Error=error.error, Cause=error.cause, Status="FAILED")
@@ -1030,7 +619,7 @@ class ChildRuns:
         exceeded); their outputs in item order when the Map has no ResultWriter, else None (the results are written
         to S3)."""
         record, services = self.record, self.machine.services
-        outputs: list[Any] | None = None if "ResultWriter" in self.state else []
+        outputs: list[Any] | None = None if self.state.writer else []
         output_bytes = 2
         pool = concurrent.futures.ThreadPoolExecutor(parallel, thread_name_prefix="child")
         with tempfile.TemporaryFile() as succeeded, tempfile.TemporaryFile() as failed:
@@ -1088,17 +677,17 @@ class ChildRuns:
             for status, target in files.items():
                 if counts[status]:
                     target.write(b"]")
-            if "ResultWriter" in self.state:
-                self.written = self.write_results(files, counts)
+            if self.state.writer:
+                self.written = self.write_results(self.state.writer.evaluate(*self.state_input), files, counts)
         return outputs
 
-    def write_results(self, files: dict[str, IO[bytes]], counts: dict[str, int]) -> dict[str, Any]:
+    def write_results(self, location: dict[str, Any], files: dict[str, IO[bytes]],
+                      counts: dict[str, int]) -> dict[str, Any]:
         """ResultWriter: the result files and the manifest under Prefix/<Map Run id>/, as AWS writes them; the Map
         state's output names the manifest."""
         from botocore.exceptions import BotoCoreError, ClientError
 
         machine = self.machine
-        location = evaluate(self.state["ResultWriter"]["Parameters"], *self.state_input, "ResultWriter.Parameters")
         bucket, prefix = location["Bucket"], location["Prefix"]
         folder = f"{prefix}/" if prefix and not prefix.endswith("/") else prefix
         folder += f"{self.run_id}/"

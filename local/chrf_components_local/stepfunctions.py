@@ -30,7 +30,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
-from . import states
+from . import asl, states
 from .template import LOCAL_ROLE, local_arn
 
 RUNNING_LIMIT = 4  # executions running at once
@@ -198,8 +198,8 @@ class StepFunctionsApi:
                                  or FORBIDDEN_IN_NAMES.search(name)):
             raise ApiError("InvalidName", f"Invalid Name: '{str(name)[:NAME_LIMIT + 1]}'")
         input_text = request.get("input", "{}")
-        if not isinstance(input_text, str) or len(input_text.encode("utf-8", "surrogatepass")) > states.DATA_LIMIT:
-            raise ApiError("InvalidExecutionInput", f"the input must be a string of at most {states.DATA_LIMIT} bytes")
+        if not isinstance(input_text, str) or len(input_text.encode("utf-8", "surrogatepass")) > asl.DATA_LIMIT:
+            raise ApiError("InvalidExecutionInput", f"the input must be a string of at most {asl.DATA_LIMIT} bytes")
         try:
             execution_input = json.loads(input_text)
         except ValueError as error:

@@ -10,8 +10,9 @@ import chrf_core
 import local_runner
 import pytest
 
-from chrf_components_local import definitions, states
-from chrf_components_local.states import LAMBDA_INVOKE, S3_GET_OBJECT, S3_PUT_OBJECT, LambdaAnswer, StatesError
+from chrf_components_local import asl, definitions, states
+from chrf_components_local.asl import LAMBDA_INVOKE, S3_GET_OBJECT, S3_PUT_OBJECT, StatesError
+from chrf_components_local.states import LambdaAnswer
 
 DOCS = "https://docs.aws.amazon.com/step-functions/latest/dg/"
 
@@ -252,7 +253,7 @@ def test_retriers_and_catchers_are_held_to_awss_documented_rules_when_the_defini
     each was accepted, and 1e20 or 10**400 seconds ended in an OverflowError traceback at run time)."""
     definition = {"StartAt": "T", "States": {"T": task(End=True, **{field: value}),
                                              "End": {"Type": "Succeed"}}}
-    with pytest.raises(states.NotImplementedByRunner) as refused:
+    with pytest.raises(asl.NotImplementedByRunner) as refused:
         local_runner.machine(s3, lambda *call: None, definition)
     assert str(refused.value).startswith("state T: ")
     if message:
@@ -261,8 +262,14 @@ def test_retriers_and_catchers_are_held_to_awss_documented_rules_when_the_defini
 
 def test_a_huge_backoff_rate_waits_at_most_a_years_delay_instead_of_overflowing():
     retrier = {"ErrorEquals": ["Boom"], "IntervalSeconds": 1, "BackoffRate": 1e308}
-    assert states.retry_delay(retrier, 5, lambda: 1.0) == states.MAX_DELAY_LIMIT
-    assert states.retry_delay({**retrier, "MaxDelaySeconds": 7}, 5, lambda: 1.0) == 7
+    assert states.retry_delay(retrier_of(retrier), 5, lambda: 1.0) == asl.MAX_DELAY_LIMIT
+    assert states.retry_delay(retrier_of({**retrier, "MaxDelaySeconds": 7}), 5, lambda: 1.0) == 7
+
+
+def retrier_of(retrier):
+    """A Retry entry as the runner reads it from a definition."""
+    definition = {"StartAt": "T", "States": {"T": task(End=True, Retry=[retrier])}}
+    return asl.parse_machine(definition).states["T"].retriers[0]
 
 
 # ---- Pass, Choice, Fail --------------------------------------------------------------------------------------------
@@ -286,6 +293,29 @@ def test_pass_choice_and_fail_follow_their_pages(s3):
     no_default = copy.deepcopy(definition)
     del no_default["States"]["Decide"]["Default"]
     assert run(s3, no_default, {"n": 3}).error == "States.NoChoiceMatched"
+
+
+def test_the_definition_is_parsed_once_and_running_it_parses_nothing(s3, monkeypatch):
+    """Issue 56: the definition becomes state types (asl.py) when the machine is made; an execution reads their
+    attributes, so no path or payload template is parsed while it runs (the runner parsed paths at every lookup)."""
+    definition = {"StartAt": "Shape", "States": {
+        "Shape": {"Type": "Pass", "Parameters": {"n.$": "$.n"}, "ResultPath": "$.shaped", "Next": "Decide"},
+        "Decide": {"Type": "Choice", "Choices": [{"Variable": "$.shaped.n", "NumericGreaterThan": 10,
+                                                  "Next": "Big"}], "Default": "Small"},
+        "Big": {"Type": "Succeed", "OutputPath": "$.shaped"},
+        "Small": {"Type": "Fail", "ErrorPath": "$.why", "Cause": "small"}}}
+    machine = local_runner.machine(s3, lambda *call: None, definition)
+    assert [type(state).__name__ for state in machine.machine.states.values()] == ["Pass", "Choice", "Succeed",
+                                                                                   "Fail"]
+
+    def parsing(*arguments):
+        raise AssertionError("parsed while running")
+
+    monkeypatch.setattr(asl.Path, "__init__", parsing)
+    monkeypatch.setattr(asl.Template, "__init__", parsing)
+    assert output(machine.execute({"n": 11})) == {"n": 11}
+    small = machine.execute({"n": 3, "why": "Tiny"})
+    assert (small.status, small.error, small.cause) == ("FAILED", "Tiny", "small")
 
 
 DATA = {"n": 3, "x": 2.5, "flag": True, "s": "abc", "t": "abd", "none": None, "list": [1], "same": 3}
@@ -436,7 +466,7 @@ def at(definition, *path):
 def test_an_edited_definition_with_what_the_runner_does_not_implement_is_refused_by_name_before_anything_runs(
         s3, edit, message):
     calls = []
-    with pytest.raises(states.NotImplementedByRunner) as refused:
+    with pytest.raises(asl.NotImplementedByRunner) as refused:
         local_runner.machine(s3, lambda *call: calls.append(call), edited(edit))
     assert str(refused.value) == message and calls == []
 
@@ -497,7 +527,7 @@ def test_a_malformed_definition_is_one_line_naming_the_state_and_field(s3, edit,
     """The definition's shapes, types and AWS's documented ranges (state-map-distributed.html: MaxConcurrency up to
     10,000, a Label of up to 40 characters; choice-state.html: each comparison's type) are checked when it is read,
     before anything runs, in one line."""
-    with pytest.raises(states.NotImplementedByRunner) as refused:
+    with pytest.raises(asl.NotImplementedByRunner) as refused:
         local_runner.machine(s3, lambda *call: None, edited(edit))
     assert str(refused.value).startswith(where) and str(refused.value).endswith(what)
 

@@ -1,0 +1,582 @@
+"""The Amazon States Language as the local runner (states.py) reads it: a definition parsed once, before anything
+runs, into a few state types (Pass, Task, Map, Choice, Succeed, Fail), their paths, payload templates, retriers,
+catchers and Choice rules parsed with them. Constructing them is where whatever the runner does not implement, or
+AWS would not accept either (a field, a type, a value out of AWS's documented range, a malformed shape), is refused
+by name, in one line (NotImplementedByRunner); the runner then only reads their attributes.
+
+What it reads: states ``Task`` (``arn:aws:states:::lambda:invoke`` only), ``Map`` (a Distributed Map), ``Pass``,
+``Choice``, ``Fail`` and ``Succeed``, with ``InputPath``, ``Parameters``, ``ResultSelector``, ``ResultPath`` and
+``OutputPath`` (JSONPath reference paths: ``$``, ``$$`` for the context object, ``.field``, ``['field']``,
+``[index]``); ``Retry`` and ``Catch``; the Distributed Map's ``ItemReader`` (``s3:getObject``, JSONL, ``MaxItems``),
+``ItemSelector``, ``ItemBatcher``, ``ItemProcessor`` (its own machine), ``MaxConcurrency``, the tolerated failures,
+``Label`` and ``ResultWriter`` (``s3:putObject``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+LAMBDA_INVOKE = "arn:aws:states:::lambda:invoke"
+S3_GET_OBJECT = "arn:aws:states:::s3:getObject"
+S3_PUT_OBJECT = "arn:aws:states:::s3:putObject"
+MAP_CONCURRENCY_LIMIT = 10000  # a Distributed Map's MaxConcurrency at most (state-map-distributed.html)
+LABEL_LIMIT = 40  # characters of a Distributed Map's Label (state-map-distributed.html)
+LABEL_FORBIDDEN = re.compile(r"[\s<>{}\[\]?*\"#%\\^|~`$&,;:/\x00-\x1f\x7f-\x9f]")
+RETRY_LIMIT = 99999999  # IntervalSeconds and MaxAttempts at most (concepts-error-handling.html)
+MAX_DELAY_LIMIT = 31622400  # MaxDelaySeconds at most: a year, a Standard execution's longest duration
+DATA_LIMIT = 256 * 1024  # bytes of a state's or task's input or output, and of a child execution's input
+
+COMMON = {"Type", "Comment", "InputPath", "OutputPath", "Next", "End"}
+STATE_FIELDS = {
+    "Task": COMMON | {"Resource", "Parameters", "ResultSelector", "ResultPath", "Retry", "Catch"},
+    "Map": COMMON | {"ItemReader", "ItemSelector", "ItemBatcher", "ItemProcessor", "MaxConcurrency",
+                     "ToleratedFailureCount", "ToleratedFailurePercentage", "ResultWriter", "ResultSelector",
+                     "ResultPath", "Retry", "Catch", "Label"},
+    "Pass": COMMON | {"Parameters", "Result", "ResultPath"},
+    "Choice": {"Type", "Comment", "InputPath", "OutputPath", "Choices", "Default"},
+    "Succeed": {"Type", "Comment", "InputPath", "OutputPath"},
+    "Fail": {"Type", "Comment", "Error", "Cause", "ErrorPath", "CausePath"},
+}
+RETRY_FIELDS = {"ErrorEquals", "IntervalSeconds", "MaxAttempts", "BackoffRate", "MaxDelaySeconds", "JitterStrategy",
+                "Comment"}
+CATCH_FIELDS = {"ErrorEquals", "ResultPath", "Next", "Comment"}
+LAMBDA_PARAMETERS = {"FunctionName", "Payload", "Qualifier"}
+COMPARISONS: dict[str, tuple[Any, Callable[[Any, Any], bool]]] = {
+    "StringEquals": (str, lambda a, b: a == b), "StringLessThan": (str, lambda a, b: a < b),
+    "StringGreaterThan": (str, lambda a, b: a > b), "StringLessThanEquals": (str, lambda a, b: a <= b),
+    "StringGreaterThanEquals": (str, lambda a, b: a >= b),
+    "NumericEquals": ((int, float), lambda a, b: a == b), "NumericLessThan": ((int, float), lambda a, b: a < b),
+    "NumericGreaterThan": ((int, float), lambda a, b: a > b),
+    "NumericLessThanEquals": ((int, float), lambda a, b: a <= b),
+    "NumericGreaterThanEquals": ((int, float), lambda a, b: a >= b),
+    "BooleanEquals": (bool, lambda a, b: a == b),
+}
+TYPE_TESTS = {"IsNull": lambda value: value is None, "IsString": lambda value: isinstance(value, str),
+              "IsBoolean": lambda value: isinstance(value, bool),
+              "IsNumeric": lambda value: isinstance(value, (int, float)) and not isinstance(value, bool)}
+PATH_STEP = re.compile(r"\.([^.\[\]\s'\"*@()?,]+)|\['([^'\\]*)'\]|\[(\d+)\]")
+INTRINSIC = re.compile(r"(States\.[A-Za-z0-9]+)\(")
+
+
+class NotImplementedByRunner(Exception):
+    """The definition asks for something this runner does not implement, or that AWS would not accept either:
+    found before anything runs, named in one line."""
+
+
+class StatesError(Exception):
+    """A Step Functions error (its name, as Retry and Catch match it) and its cause."""
+
+    def __init__(self, error: str, cause: str = "") -> None:
+        super().__init__(f"{error}: {cause}")
+        self.error, self.cause = error, cause
+
+
+class Context(Protocol):
+    """What a path reads of the execution it runs in: the context object ($$)."""
+
+    def data(self) -> dict[str, Any]: ...
+
+
+Predicate = Callable[[Any, Context], bool]  # a Choice rule as it runs: whether it holds of a state's data
+
+
+def refuse(where: str, what: str) -> NotImplementedByRunner:
+    return NotImplementedByRunner(f"{where}: the local runner does not implement {what}")
+
+
+# ---- paths and payload templates ---------------------------------------------------------------------------------
+
+
+class Path:
+    """A JSONPath reference path, parsed: its root ('$' or '$$', the context object) and steps (names, indexes)."""
+
+    __slots__ = ("root", "steps", "text")
+
+    def __init__(self, text: Any, where: str, field: str) -> None:
+        if not isinstance(text, str) or not text.startswith("$"):
+            raise refuse(where, f"{field} {text!r} (a JSONPath must start with $)")
+        self.text, self.root = text, "$$" if text.startswith("$$") else "$"
+        steps: list[str | int] = []
+        position = len(self.root)
+        while position < len(text):
+            match = PATH_STEP.match(text, position)
+            if match is None:
+                raise refuse(where, f"the JSONPath {text} in {field} (only reference paths: .name, ['name'], [index])")
+            name, quoted, index = match.groups()
+            steps.append(int(index) if index is not None else name if name is not None else quoted)
+            position = match.end()
+        self.steps = tuple(steps)
+
+    def resolve(self, data: Any, context: Context, field: str) -> Any:
+        """The value the path names in ``data`` (or the context object); States.Runtime naming ``field`` if none."""
+        value: Any = context.data() if self.root == "$$" else data
+        for step in self.steps:
+            found = (isinstance(step, int) and isinstance(value, list) and step < len(value)) or (
+                isinstance(step, str) and isinstance(value, dict) and step in value)
+            if not found:
+                raise StatesError("States.Runtime", f"The JSONPath '{self.text}' specified for the field '{field}' "
+                                                    f"could not be found in the input")
+            value = value[step]
+        return value
+
+    def put(self, data: Any, value: Any) -> Any:
+        """``data`` with ``value`` placed where this ResultPath says ('$': it replaces the input). Only the objects
+        along the path are copied: the input itself is not changed."""
+        if not self.steps:
+            return value
+        root = dict(data) if isinstance(data, dict) else None
+        if root is None:
+            raise StatesError("States.ResultPathMatchFailure",
+                              f"Unable to apply ResultPath {self.text}: the state's input is not an object")
+        target = root
+        for step in self.steps[:-1]:
+            inner = target.get(step)
+            if inner is None:
+                inner = {}
+            elif not isinstance(inner, dict):
+                raise StatesError("States.ResultPathMatchFailure",
+                                  f"Unable to apply ResultPath {self.text}: {step} is not an object")
+            target[step] = inner = dict(inner)
+            target = inner
+        target[self.steps[-1]] = value
+        return root
+
+
+ROOT = Path("$", "", "")
+
+
+def optional_path(state: dict[str, Any], field: str, where: str, name: str = "") -> Path | None:
+    """InputPath, OutputPath or ResultPath: '$' when absent, None when null (the empty object for InputPath and
+    OutputPath, the result discarded for ResultPath)."""
+    if field not in state:
+        return ROOT
+    return Path(state[field], where, name or field) if state[field] is not None else None
+
+
+class Template:
+    """A payload template (Parameters, ResultSelector, ItemSelector, ...), parsed: every ``key.$`` a path (an
+    intrinsic function is refused by name)."""
+
+    __slots__ = ("tree",)
+
+    def __init__(self, template: Any, where: str, field: str) -> None:
+        self.tree = self._parsed(template, where, field)
+
+    @classmethod
+    def _parsed(cls, template: Any, where: str, field: str) -> Any:
+        if isinstance(template, dict):
+            entries: list[tuple[str, str | None, Any]] = []
+            for key, value in template.items():
+                if isinstance(key, str) and key.endswith(".$"):
+                    intrinsic = INTRINSIC.match(value) if isinstance(value, str) else None
+                    if intrinsic:
+                        raise refuse(where, f"the intrinsic function {intrinsic.group(1)} (in {field}.{key})")
+                    entries.append((key[:-2], key, Path(value, where, f"{field}.{key}")))
+                else:
+                    entries.append((key, None, cls._parsed(value, where, f"{field}.{key}")))
+            return dict, entries
+        if isinstance(template, list):
+            return list, [cls._parsed(value, where, f"{field}[{number}]") for number, value in enumerate(template)]
+        return None, template
+
+    def evaluate(self, data: Any, context: Context) -> Any:
+        """The template with its paths resolved against ``data`` and the context object."""
+        return self._evaluated(self.tree, data, context)
+
+    @classmethod
+    def _evaluated(cls, tree: Any, data: Any, context: Context) -> Any:
+        kind, content = tree
+        if kind is dict:
+            return {key: inner.resolve(data, context, field) if field is not None else
+                    cls._evaluated(inner, data, context) for key, field, inner in content}
+        if kind is list:
+            return [cls._evaluated(inner, data, context) for inner in content]
+        return content
+
+
+def optional_template(state: dict[str, Any], field: str, where: str, name: str = "") -> Template | None:
+    return Template(state[field], where, name or field) if field in state else None
+
+
+# ---- fields --------------------------------------------------------------------------------------------------------
+
+
+def check_fields(value: Any, allowed: set[str], where: str, prefix: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise refuse(where, f"{prefix or 'a state'} that is not a JSON object")
+    for key in value:
+        if key not in allowed:
+            raise refuse(where, f"{prefix}{'.' if prefix else ''}{key}")
+    return value
+
+
+def check_positive(state: dict[str, Any], key: str, where: str, minimum: float = 0, integer: bool = True,
+                   maximum: float = math.inf) -> None:
+    """A number field within AWS's documented range (``minimum`` to ``maximum``, inclusive)."""
+    if key in state:
+        value = state[key]
+        kind_ok = type(value) is int if integer else isinstance(value, (int, float)) and type(value) is not bool
+        if not kind_ok or not minimum <= value <= maximum or (not integer and not math.isfinite(value)):
+            low, high = (f"{bound:.15g}" for bound in (minimum, maximum))
+            bound = f">= {low}" if maximum == math.inf else f"from {low} to {high}"
+            raise refuse(where, f"{key} {value!r} (AWS requires {'an integer' if integer else 'a number'} {bound})")
+
+
+def error_names(entry: dict[str, Any], where: str, field: str, last: bool) -> list[str]:
+    """ErrorEquals: names; States.ALL alone, and only in the last retrier or catcher (AWS: "must appear alone in
+    the array and must appear in the last retrier/catcher", concepts-error-handling.html)."""
+    names = entry.get("ErrorEquals")
+    if not isinstance(names, list) or not names or not all(isinstance(name, str) for name in names):
+        raise refuse(where, f"{field}.ErrorEquals that is not a non-empty list of error names")
+    if "States.ALL" in names and names != ["States.ALL"]:
+        raise refuse(where, f"{field}.ErrorEquals with States.ALL beside other names (AWS requires it alone)")
+    if "States.ALL" in names and not last:
+        raise refuse(where, f"{field}.ErrorEquals States.ALL before the last one (AWS requires it last)")
+    return names
+
+
+def names_state(value: Any, states: dict[str, Any]) -> bool:
+    """Whether a Next, StartAt or Default names a state (a string: a list or an object names none)."""
+    return isinstance(value, str) and value in states
+
+
+def check_comment(value: dict[str, Any], where: str) -> None:
+    if not isinstance(value.get("Comment", ""), str):
+        raise refuse(where, "a Comment that is not a string")
+
+
+@dataclass
+class Retrier:
+    """A Retry entry, with AWS's defaults (concepts-error-handling.html)."""
+
+    error_equals: list[str]
+    interval: float = 1
+    max_attempts: int = 3
+    backoff_rate: float = 2.0
+    max_delay: float = MAX_DELAY_LIMIT  # no wait outlasts a Standard execution
+    full_jitter: bool = False
+
+
+@dataclass
+class Catcher:
+    error_equals: list[str]
+    result_path: Path | None
+    next: str
+
+
+# ---- states --------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class State:
+    """What every state has: its name (``where`` names it in messages), input and output paths ('$' when absent,
+    None when null), its Next or End."""
+
+    name: str
+    input_path: Path | None
+    output_path: Path | None
+    next: str | None
+    end: bool
+
+
+@dataclass
+class Succeed(State):
+    pass
+
+
+@dataclass
+class Fail(State):
+    error: Any
+    cause: Any
+    error_path: Path | None
+    cause_path: Path | None
+
+
+@dataclass
+class Choice(State):
+    choices: list[tuple[Predicate, str]]
+    default: str | None
+
+
+@dataclass
+class Pass(State):
+    parameters: Template | None
+    result: Any  # Result, or NO_RESULT: the effective input passes
+    result_path: Path | None
+
+
+NO_RESULT = object()
+
+
+@dataclass
+class Task(State):
+    """A lambda:invoke Task, or (as Map's base) any state that runs work with Retry and Catch."""
+
+    parameters: Template | None
+    result_selector: Template | None
+    result_path: Path | None
+    retriers: list[Retrier]
+    catchers: list[Catcher]
+
+
+@dataclass
+class Map(Task):
+    """A Distributed Map."""
+
+    processor: Machine
+    express: bool
+    reader: Template
+    max_items: int | None
+    selector: Template | None
+    batch_input: Template | None
+    batched: bool
+    max_items_per_batch: float
+    max_input_bytes: int
+    max_concurrency: int
+    label: str
+    tolerated_count: int | None
+    tolerated_percentage: float | None
+    writer: Template | None
+
+
+@dataclass
+class Machine:
+    """A state machine (or a Map's ItemProcessor), parsed."""
+
+    start_at: str
+    states: dict[str, State]
+
+
+def parse_machine(machine: Any, where: str = "the definition", child: bool = False) -> Machine:
+    """A state machine (or a Map's ItemProcessor): StartAt, States, each state's fields and their types and AWS's
+    ranges; Next targets exist. Whatever the shape, the answer is the parsed machine or NotImplementedByRunner, in
+    one line."""
+    if not child:
+        try:
+            json.dumps(machine, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            raise refuse(where, "a string holding a lone surrogate (not UTF-8 text, which AWS requires)") from None
+        except RecursionError:
+            raise refuse(where, "JSON nested this deeply") from None
+    allowed = {"StartAt", "States", "Comment", "ProcessorConfig"} if child else {"StartAt", "States", "Comment"}
+    check_fields(machine, allowed, where, "")
+    check_comment(machine, where)
+    states = machine.get("States")
+    if not isinstance(states, dict) or not states or not names_state(machine.get("StartAt"), states):
+        raise refuse(where, "a machine without States or whose StartAt names no state")
+    return Machine(machine["StartAt"], {name: parse_state(name, state, states) for name, state in states.items()})
+
+
+def parse_state(name: str, state: Any, states: dict[str, Any]) -> State:
+    where = f"state {name}"
+    kind = state.get("Type") if isinstance(state, dict) else None
+    if kind not in STATE_FIELDS:
+        raise refuse(where, f"the state type {kind}")
+    check_fields(state, STATE_FIELDS[kind], where, "")
+    input_path, output_path = (optional_path(state, field, where) for field in ("InputPath", "OutputPath"))
+    result_path = optional_path(state, "ResultPath", where)
+    if result_path is not None and (result_path.root != "$" or any(isinstance(step, int)
+                                                                   for step in result_path.steps)):
+        raise refuse(where, f"ResultPath {state['ResultPath']} (only field names under $)")
+    parameters, result_selector, selector = (optional_template(state, field, where)
+                                             for field in ("Parameters", "ResultSelector", "ItemSelector"))
+    end = False
+    if kind not in ("Choice", "Succeed", "Fail"):
+        end = state.get("End") is True
+        if end:
+            if "Next" in state:
+                raise refuse(where, "both Next and End")
+        elif not names_state(state.get("Next"), states):
+            raise refuse(where, f"Next {state.get('Next')!r}, which names no state")
+    check_comment(state, where)
+    base = (name, input_path, output_path, None if end else state.get("Next"), end)
+    retriers, catchers = retry_and_catch(state, states, where)
+    if kind == "Task":
+        check_task(state, where)
+        return Task(*base, parameters, result_selector, result_path, retriers, catchers)
+    if kind == "Map":
+        return parse_map(state, where, Task(*base, parameters, result_selector, result_path, retriers, catchers),
+                         selector)
+    if kind == "Pass":
+        return Pass(*base, parameters, state.get("Result", NO_RESULT), result_path)
+    if kind == "Choice":
+        choices = state.get("Choices")
+        if not isinstance(choices, list) or not choices:
+            raise refuse(where, "a Choice state without Choices")
+        rules = []
+        for number, rule in enumerate(choices):
+            predicate = parse_rule(rule, where, f"Choices[{number}]", top=True)
+            if not names_state(rule.get("Next"), states):
+                raise refuse(where, f"Choices[{number}].Next {rule.get('Next')!r}, which names no state")
+            rules.append((predicate, rule["Next"]))
+        if "Default" in state and not names_state(state["Default"], states):
+            raise refuse(where, f"Default {state['Default']!r}, which names no state")
+        return Choice(*base, rules, state.get("Default"))
+    if kind == "Fail":
+        error_path, cause_path = (Path(state[field], where, field) if field in state else None
+                                  for field in ("ErrorPath", "CausePath"))
+        return Fail(*base, state.get("Error", "States.Fail"), state.get("Cause", ""), error_path, cause_path)
+    return Succeed(*base)
+
+
+def retry_and_catch(state: dict[str, Any], states: dict[str, Any], where: str) -> tuple[list[Retrier], list[Catcher]]:
+    retries, catches = state.get("Retry", []), state.get("Catch", [])
+    for field, value in (("Retry", retries), ("Catch", catches)):
+        if not isinstance(value, list):
+            raise refuse(where, f"{field} that is not a list")
+    retriers = []
+    for number, retrier in enumerate(retries):
+        check_fields(retrier, RETRY_FIELDS, where, f"Retry[{number}]")
+        names = error_names(retrier, where, f"Retry[{number}]", number == len(retries) - 1)
+        check_positive(retrier, "IntervalSeconds", where, 1, maximum=RETRY_LIMIT)
+        check_positive(retrier, "MaxAttempts", where, 0, maximum=RETRY_LIMIT)
+        check_positive(retrier, "MaxDelaySeconds", where, 1, maximum=MAX_DELAY_LIMIT)
+        check_positive(retrier, "BackoffRate", where, 1.0, integer=False)
+        if retrier.get("JitterStrategy", "NONE") not in ("FULL", "NONE"):
+            raise refuse(where, f"Retry[{number}].JitterStrategy {retrier['JitterStrategy']!r}")
+        retriers.append(Retrier(names, retrier.get("IntervalSeconds", 1), retrier.get("MaxAttempts", 3),
+                                retrier.get("BackoffRate", 2.0), retrier.get("MaxDelaySeconds", MAX_DELAY_LIMIT),
+                                retrier.get("JitterStrategy") == "FULL"))
+    catchers = []
+    for number, catcher in enumerate(catches):
+        check_fields(catcher, CATCH_FIELDS, where, f"Catch[{number}]")
+        names = error_names(catcher, where, f"Catch[{number}]", number == len(catches) - 1)
+        if not names_state(catcher.get("Next"), states):
+            raise refuse(where, f"Catch[{number}].Next {catcher.get('Next')!r}, which names no state")
+        path = optional_path(catcher, "ResultPath", where, f"Catch[{number}].ResultPath")
+        catchers.append(Catcher(names, path, catcher["Next"]))
+    return retriers, catchers
+
+
+def check_task(state: dict[str, Any], where: str) -> None:
+    if state.get("Resource") != LAMBDA_INVOKE:
+        raise refuse(where, f"the Task resource {state.get('Resource')!r} (only {LAMBDA_INVOKE})")
+    parameters = state.get("Parameters")
+    if not isinstance(parameters, dict):
+        raise refuse(where, f"{LAMBDA_INVOKE} without Parameters")
+    names = {key.removesuffix(".$") for key in parameters}
+    for name in sorted(names - LAMBDA_PARAMETERS):
+        raise refuse(where, f"Parameters.{name} of {LAMBDA_INVOKE}")
+    for required in ("FunctionName", "Payload"):
+        if required not in names:
+            raise refuse(where, f"{LAMBDA_INVOKE} without Parameters.{required}")
+
+
+def parse_map(state: dict[str, Any], where: str, task: Task, selector: Template | None) -> Map:
+    processor = state.get("ItemProcessor")
+    execution = check_fields(processor.get("ProcessorConfig", {}) if isinstance(processor, dict) else None,
+                             {"Mode", "ExecutionType"}, where, "ItemProcessor.ProcessorConfig")
+    if execution.get("Mode") != "DISTRIBUTED":
+        raise refuse(where, f"ItemProcessor.ProcessorConfig.Mode {execution.get('Mode', 'INLINE')} (only "
+                            f"DISTRIBUTED)")
+    if execution.get("ExecutionType") not in ("EXPRESS", "STANDARD"):
+        raise refuse(where, f"ItemProcessor.ProcessorConfig.ExecutionType {execution.get('ExecutionType')!r}")
+    child = parse_machine(processor, f"{where} (ItemProcessor)", child=True)
+    reader = check_fields(state.get("ItemReader"), {"Resource", "ReaderConfig", "Parameters"}, where, "ItemReader")
+    if reader.get("Resource") != S3_GET_OBJECT:
+        raise refuse(where, f"ItemReader.Resource {reader.get('Resource')!r} (only {S3_GET_OBJECT})")
+    location = Template(reader.get("Parameters"), where, "ItemReader.Parameters")
+    if {key.removesuffix(".$") for key in reader.get("Parameters") or {}} != {"Bucket", "Key"}:
+        raise refuse(where, "ItemReader.Parameters other than Bucket and Key")
+    config = check_fields(reader.get("ReaderConfig"), {"InputType", "MaxItems"}, where, "ItemReader.ReaderConfig")
+    if config.get("InputType") != "JSONL":
+        raise refuse(where, f"ItemReader.ReaderConfig.InputType {config.get('InputType')} (only JSONL)")
+    check_positive(config, "MaxItems", where, 1)
+    batcher: dict[str, Any] = {}
+    batch_input = None
+    if "ItemBatcher" in state:
+        batcher = check_fields(state["ItemBatcher"], {"MaxItemsPerBatch", "MaxInputBytesPerBatch", "BatchInput"},
+                               where, "ItemBatcher")
+        if "MaxItemsPerBatch" not in batcher and "MaxInputBytesPerBatch" not in batcher:
+            raise refuse(where, "an ItemBatcher without MaxItemsPerBatch or MaxInputBytesPerBatch")
+        check_positive(batcher, "MaxItemsPerBatch", where, 1)
+        check_positive(batcher, "MaxInputBytesPerBatch", where, 1)
+        if batcher.get("MaxInputBytesPerBatch", 0) > DATA_LIMIT:
+            raise refuse(where, f"ItemBatcher.MaxInputBytesPerBatch over {DATA_LIMIT} bytes (256 KiB, AWS's limit)")
+        batch_input = optional_template(batcher, "BatchInput", where, "ItemBatcher.BatchInput")
+    check_positive(state, "MaxConcurrency", where, 0, maximum=MAP_CONCURRENCY_LIMIT)
+    label = state.get("Label", "")
+    if not isinstance(label, str) or len(label) > LABEL_LIMIT or LABEL_FORBIDDEN.search(label):
+        raise refuse(where, f"Label {json.dumps(label)[:60]} (AWS requires at most {LABEL_LIMIT} characters, "
+                            f"without whitespace, brackets, wildcards, special or control characters)")
+    if "ItemSelector" in state and not isinstance(state["ItemSelector"], dict):
+        raise refuse(where, "an ItemSelector that is not a JSON object")
+    check_positive(state, "ToleratedFailureCount", where, 0)
+    check_positive(state, "ToleratedFailurePercentage", where, 0, integer=False)
+    if state.get("ToleratedFailurePercentage", 0) > 100:
+        raise refuse(where, "ToleratedFailurePercentage over 100")
+    writer = None
+    if "ResultWriter" in state:
+        written = check_fields(state["ResultWriter"], {"Resource", "Parameters"}, where, "ResultWriter")
+        if written.get("Resource") != S3_PUT_OBJECT:
+            raise refuse(where, f"ResultWriter.Resource {written.get('Resource')!r} (only {S3_PUT_OBJECT})")
+        writer = Template(written.get("Parameters"), where, "ResultWriter.Parameters")
+        if {key.removesuffix(".$") for key in written.get("Parameters") or {}} != {"Bucket", "Prefix"}:
+            raise refuse(where, "ResultWriter.Parameters other than Bucket and Prefix")
+    return Map(**vars(task), processor=child, express=execution["ExecutionType"] == "EXPRESS", reader=location,
+               max_items=config.get("MaxItems"), selector=selector, batch_input=batch_input,
+               batched="ItemBatcher" in state, max_items_per_batch=batcher.get("MaxItemsPerBatch", math.inf),
+               max_input_bytes=min(batcher.get("MaxInputBytesPerBatch", DATA_LIMIT), DATA_LIMIT),
+               max_concurrency=state.get("MaxConcurrency", 0), label=label,
+               tolerated_count=state.get("ToleratedFailureCount"),
+               tolerated_percentage=state.get("ToleratedFailurePercentage"), writer=writer)
+
+
+def parse_rule(rule: Any, where: str, field: str, top: bool = False) -> Predicate:
+    """A Choice rule, checked (one operator, AWS's operand types, paths that parse), and what it is when it runs:
+    whether it holds of a state's data (read once: the runner only calls it)."""
+    allowed = {"Next", "Comment"} if top else {"Comment"}
+    if not isinstance(rule, dict):
+        raise refuse(where, f"{field} that is not a JSON object")
+    operators = [key for key in rule if key not in allowed | {"Variable"}]
+    if len(operators) != 1:
+        raise refuse(where, f"{field} with {len(operators)} comparison operators (one is required)")
+    operator = operators[0]
+    if operator in ("And", "Or"):
+        if not isinstance(rule[operator], list) or not rule[operator]:
+            raise refuse(where, f"{field}.{operator} that is not a non-empty list")
+        inner = [parse_rule(each, where, f"{field}.{operator}[{number}]") for number, each in enumerate(rule[operator])]
+        combined = all if operator == "And" else any
+        return lambda data, context: combined(holds(data, context) for holds in inner)
+    if operator == "Not":
+        negated = parse_rule(rule["Not"], where, f"{field}.Not")
+        return lambda data, context: not negated(data, context)
+    base = operator.removesuffix("Path")
+    if base not in COMPARISONS and operator not in TYPE_TESTS and operator != "IsPresent":
+        raise refuse(where, f"the Choice operator {operator} (in {field})")
+    variable = Path(rule.get("Variable"), where, f"{field}.Variable")
+    operand = rule[operator]
+    other_path = None
+    if operator.endswith("Path") and base in COMPARISONS:
+        other_path = Path(operand, where, f"{field}.{operator}")
+    else:
+        kinds = COMPARISONS[operator][0] if operator in COMPARISONS else bool
+        if not isinstance(operand, kinds) or (kinds is not bool and isinstance(operand, bool)):
+            wanted = {str: "a string", bool: "true or false"}.get(kinds, "a number")
+            raise refuse(where, f"{field}.{operator} {json.dumps(operand)[:40]} (AWS requires {wanted})")
+    if operator == "IsPresent":
+        def present(data: Any, context: Context) -> bool:
+            try:
+                variable.resolve(data, context, "Variable")
+            except StatesError:
+                return operand is False
+            return operand is True
+        return present
+    if operator in TYPE_TESTS:
+        test: Callable[[Any], bool] = TYPE_TESTS[operator]
+        return lambda data, context: test(variable.resolve(data, context, "Variable")) is operand
+    kinds, compare = COMPARISONS[base]
+    numeric = operator.startswith("Numeric")
+
+    def compared(data: Any, context: Context) -> bool:
+        value = variable.resolve(data, context, "Variable")
+        other = other_path.resolve(data, context, operator) if other_path is not None else operand
+        if numeric and (type(value) is bool or type(other) is bool):
+            return False
+        return isinstance(value, kinds) and isinstance(other, kinds) and bool(compare(value, other))
+    return compared
