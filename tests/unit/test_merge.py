@@ -37,6 +37,18 @@ def test_counts_survive_a_json_round_trip():
     assert chrf_core.Counts.from_dict(counts.to_dict()) == counts
 
 
+def test_counts_and_reports_read_back_carry_a_chrf_that_scores_again():
+    """One settings type (issue 56): what stored counts and a contract output read back as is a CHRF, equal to the
+    one that made them, whose methods score (a separate settings type, without them, was read back before)."""
+    chrf = chrf_core.CHRF(word_order=2, lowercase=True)
+    counts = chrf.corpus_counts(["A b", "c"], ["a c", "c"])
+    stored = chrf_core.Counts.from_dict(json.loads(json.dumps(counts.to_dict())))
+    report = chrf_core.Report.from_dict(chrf.report(counts).to_dict())
+    for settings_ in (stored.settings, report.settings):
+        assert type(settings_) is chrf_core.CHRF and settings_ == chrf
+        assert settings_.corpus_score(["A b", "c"], ["a c", "c"]).to_dict() == chrf.report(counts).to_dict()
+
+
 def test_the_json_form_is_version_1_with_every_setting_and_reads_the_unversioned_one_back():
     counts = chrf_core.CHRF(word_order=2, normalize="NFKC").corpus_counts(["a b"], ["a c"])
     stored = counts.to_dict()

@@ -40,7 +40,7 @@ from .counts import Counts
 from .errors import InvalidInputError
 from .formula import exact_score, float_scores
 from .report import Report, report_of
-from .settings import ChrfSettings, difference
+from .settings import READ_BACK, ChrfSettings, difference
 from .streams import References, best_rows, chunks_of, corpus_counts, segment_rows, sides_of, systems_rows
 from .texts import check_flag, check_side
 
@@ -207,3 +207,6 @@ class CHRF(ChrfSettings):
         if counts.segment_count == 0:
             raise InvalidInputError(TEXT_KEYS[0], "at least 1 segment, got 0")
         return report_of(counts)
+
+
+READ_BACK.append(CHRF)  # settings read back (stored counts, reports, metric states) are this type (settings.read_back)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from .contract import SETTING_KEYS, Settings
 from .counts import Counts, order_labels
 from .formula import averages_and_score, effective, exact_score, f_ratio, float_scores
-from .settings import ChrfSettings
+from .settings import read_back
 
 if TYPE_CHECKING:
     import numpy
@@ -99,7 +99,7 @@ class Report(NamedTuple):
     @classmethod
     def from_dict(cls, output: dict[str, Any]) -> Report:
         """The report behind a contract output read back (from storage, the service): its counts, scored again."""
-        settings = ChrfSettings(**{key: output[key] for key in SETTING_KEYS})
+        settings = read_back(**{key: output[key] for key in SETTING_KEYS})
         orders = tuple((o["hypothesis_ngrams"], o["reference_ngrams"], o["matching_ngrams"]) for o in output["orders"])
         return report_of(Counts(settings, output["segment_count"], orders))
 

@@ -29,7 +29,7 @@ from . import arrow
 from .contract import AVERAGINGS, NORMALIZATIONS, SETTING_KEYS
 from .counts import INT64_END, Counts, settings_text, statistic_columns
 from .metric import CHRF
-from .settings import ChrfSettings, difference
+from .settings import ChrfSettings, difference, read_back
 
 if TYPE_CHECKING:
     from .report import Report
@@ -47,8 +47,8 @@ def _settings_code(chrf: CHRF) -> list[int]:
 
 def _settings_of_code(code: list[int]) -> ChrfSettings:
     char_order, word_order, beta, lowercase, include_whitespace, averaging, normalize = code
-    return ChrfSettings(char_order, word_order, beta, bool(lowercase), bool(include_whitespace),
-                        AVERAGINGS[averaging], _NORMALIZE_CODES[normalize])
+    return read_back(char_order, word_order, beta, bool(lowercase), bool(include_whitespace),
+                     AVERAGINGS[averaging], _NORMALIZE_CODES[normalize])
 
 
 def _one_settings(stacked: torch.Tensor) -> torch.Tensor:
