@@ -26,4 +26,8 @@ for threads in (2, 3):
         assert metric.pairwise(samples, samples, threads=threads).tolist() == metric.pairwise(
             samples, samples + ["x"], threads=threads)[:, :-1].tolist()
         metric.aggregate_batch([texts[:500], texts[500:1000]], [texts[:500], texts[1000:1500]], threads=threads)
+        small = [texts[k:k + 20] for k in range(0, 600, 20)]  # the batch's jobs on the pool, each set on one thread
+        assert [m.tolist() for m in metric.pairwise_batch(small, small, threads=threads)] == [
+            metric.pairwise(s, s, threads=1).tolist() for s in small]
+        metric.pairwise_batch([texts[:200], texts[200:400]], [texts[:300]] * 2, threads=2 * threads)  # rows nested
 print("thread-sanitized run: no errors")

@@ -102,6 +102,7 @@ def test_a_call_or_include_of_a_file_below_is_found(tmp_path):
     ("a text against the same text: every n-gram matches", r"\[3 \* \(n - 1\) \+ 2\] \+= \(int64_t\)", "kernel.h"),
     ("a unique pair matches while both sides continue alike", r"\w+\[i \+ n \+ same\] == \w+\[j \+ n \+ same\]",
      "kernel.h"),
+    ("how many threads: at most MAX_THREADS and one per task", r"[?:] MAX_THREADS\b|&& \w+ < MAX_THREADS", "mbr.h"),
 ])
 def test_each_rule_of_the_kernel_is_written_in_one_file(rule, pattern, home):
     files = sorted(path.name for path in NATIVE.glob("*.[ch]") if re.search(pattern, code_of(path)))

@@ -150,10 +150,11 @@ def test_ctrl_c_stops_pairwise_and_aggregate_within_a_second_while_they_build_th
 
 @pytest.mark.parametrize("call", ["pairwise_batch", "aggregate_batch"])
 def test_ctrl_c_stops_a_batch_spread_over_threads_at_once(call):
-    """Issue 57 item 5: the sets of a batch run on threads of a pool, where a C call never sees Ctrl-C (signals
-    reach the main thread only), and the pool was waited for: 64 sets x 10,000 texts stopped 5.9-8.3 s after
-    Ctrl-C on 72c9660. Now the sets not begun are dropped and the calls in flight are cancelled (the kernel's
-    cancel()): within a chunk of rows. (Bound generous for a busy machine: about 0.1 s here.)"""
+    """Issue 57 item 5: the sets of a batch ran on threads of a Python pool, where a C call never sees Ctrl-C
+    (signals reach the main thread only), and the pool was waited for: 64 sets x 10,000 texts stopped 5.9-8.3 s
+    after Ctrl-C on 72c9660. Now the kernel's own pool runs them (issue 56): the calling thread looks for Ctrl-C
+    between its chunks of rows and while it waits, and every set in flight stops at its next chunk. (Bound generous
+    for a busy machine: about 0.1 s here.)"""
     native_kernel_or_skip()
     script = f"""
         import random, chrf_core

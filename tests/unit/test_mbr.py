@@ -161,12 +161,29 @@ def test_a_batch_is_each_set_scored_alone(kernel):
     sets = [candidates(size, seed=seed, source=seed) for seed, size in enumerate([5, 1, 12, 7, 3])]
     references = [candidates(size, seed=seed + 10, source=seed) for seed, size in enumerate([4, 6, 1, 7, 2])]
     metric = CHRF(word_order=2)
-    for threads in (1, 3):
+    for threads in (1, 3, 12):  # 12: two threads for each set's rows too
         matrices = metric.pairwise_batch(sets, references, threads=threads)
         scores = metric.aggregate_batch(sets, references, threads=threads)
         for k, (hypotheses, pseudo_references) in enumerate(zip(sets, references)):
             assert numpy.array_equal(matrices[k], metric.pairwise(hypotheses, pseudo_references, threads=1))
             assert numpy.array_equal(scores[k], metric.aggregate(hypotheses, pseudo_references, threads=1))
+
+
+def test_a_batch_larger_than_one_block_of_the_kernels_pool_is_each_set_scored_alone():
+    """The native kernel copies a batch's texts out a block of about 2^20 code points at a time and spreads each
+    block's sets over its pool (issue 56: the sets went to a second pool, of Python threads, before): sets on both
+    sides of a block's end, the samples as their own references, are scored as alone."""
+    native_kernel_or_skip()
+    sets = [candidates(40, seed=seed, source=seed % 3) for seed in range(14)]
+    sets = [[text * 60 for text in candidates_] for candidates_ in sets]  # about 14 x 40 x 2,000 code points
+    assert sum(len(text) for texts in sets for text in texts) > 2 * 2**20
+    metric = CHRF()
+    scores = metric.aggregate_batch(sets, sets, threads=2)
+    matrices = metric.pairwise_batch(sets[:3], sets[:3], threads=2)
+    for k, hypotheses in enumerate(sets):
+        assert numpy.array_equal(scores[k], metric.aggregate(hypotheses, hypotheses, threads=1))
+    for k, hypotheses in enumerate(sets[:3]):
+        assert numpy.array_equal(matrices[k], metric.pairwise(hypotheses, hypotheses, threads=1))
 
 
 def test_batch_mistakes_are_named():
@@ -240,7 +257,7 @@ resource.setrlimit(resource.RLIMIT_AS, (2 * 1024**3, 2 * 1024**3))
 from chrf_core import CHRF, kernel
 def never(*arguments, **keywords):
     raise SystemExit("counted")
-kernel.chosen().pairwise = never
+kernel.chosen().pairwise = kernel.chosen().pairwise_batch = never
 texts = [f"candidate {k} of a source" for k in range(6000)]
 try:
     CHRF().pairwise_batch([texts] * 8, [texts] * 8)

@@ -32,10 +32,9 @@ SMALLEST_DOUBLE = 2.0**-1074  # a nonzero weight share below it goes to the nati
 
 
 class Kernel:
-    """One counting kernel. ``threaded``: its MBR operations run without the GIL, so sets can go to threads."""
+    """One counting kernel."""
 
     name = ""
-    threaded = False
 
     def __init__(self, raw_count: Callable[..., Any], raw_systems: Callable[..., Any]) -> None:
         self.raw_count = raw_count  # count(hypotheses, references, char_order, word_order, include_whitespace,
@@ -89,8 +88,16 @@ class Kernel:
         references' n-grams, matches."""
         raise NotImplementedError
 
-    def cancel(self) -> None:
-        """Stop the MBR calls running on other threads now (a threaded kernel's; the others have none)."""
+    def pairwise_batch(self, sets: Sequence[tuple[list[str], list[str]]], settings: Settings, exact: ExactScore,
+                       threads: int) -> list[numpy.ndarray]:
+        """:meth:`pairwise` of every (hypotheses, references) set, the sets spread over ``threads`` threads (a
+        threaded kernel's; the others score them in turn)."""
+        return [self.pairwise(hypotheses, references, settings, exact, threads) for hypotheses, references in sets]
+
+    def aggregate_batch(self, sets: Sequence[tuple[list[str], list[str]]], settings: Settings, exact: ExactScore,
+                        threads: int) -> list[numpy.ndarray]:
+        """:meth:`aggregate`'s scores of every set, spread as :meth:`pairwise_batch`."""
+        return [self.aggregate(hypotheses, references, settings, exact, threads)[0] for hypotheses, references in sets]
 
     def weighted_aggregate(self, hypotheses: Sequence[str], references: Sequence[str], settings: Settings,
                            exact: ExactScore, threads: int, weights: Sequence[int]) -> numpy.ndarray:
@@ -145,16 +152,10 @@ class NativeKernel(Kernel):
     rounding it cannot decide is computed by ``exact``."""
 
     name = "native"
-    threaded = True
 
     def __init__(self, module: Any) -> None:
         super().__init__(module.count, module.count_systems)
         self.module = module
-
-    def cancel(self) -> None:
-        """Every pairwise and aggregate call running now, on any thread, raises KeyboardInterrupt within a chunk of
-        rows."""
-        self.module.cancel()
 
     def _scoring(self, settings: Settings, tolerance_bits: int) -> tuple[Any, ...]:
         return (settings.char_order, settings.word_order, settings.include_whitespace, settings.beta,
@@ -179,11 +180,28 @@ class NativeKernel(Kernel):
         matrix = numpy.empty((len(hypotheses), len(references)))
         undecided = self.module.pairwise(hypotheses, references,
                                          *self._scoring(settings, TOLERANCE_BITS), threads, matrix)
+        return self._decided(matrix, undecided, hypotheses, references, settings, exact)
+
+    def _decided(self, matrix: numpy.ndarray, undecided: list[int], hypotheses: Sequence[str],
+                 references: Sequence[str], settings: Settings, exact: ExactScore) -> numpy.ndarray:
+        """The pairwise matrix with the scores the kernel could not round computed exactly."""
         flat = matrix.reshape(-1)
         for index in undecided:
             row, column = divmod(index, len(references))
             flat[index] = float(exact(self.count([hypotheses[row]], [references[column]], settings)))
         return matrix
+
+    def pairwise_batch(self, sets: Sequence[tuple[list[str], list[str]]], settings: Settings, exact: ExactScore,
+                       threads: int) -> list[numpy.ndarray]:
+        """One call for all the sets: the kernel spreads them over its pool (no GIL taken between sets)."""
+        import numpy
+
+        matrices = [numpy.empty((len(hypotheses), len(references))) for hypotheses, references in sets]
+        undecided = self.module.pairwise_batch([hypotheses for hypotheses, _ in sets],
+                                               [references for _, references in sets],
+                                               *self._scoring(settings, TOLERANCE_BITS), threads, matrices)
+        return [self._decided(matrix, flagged, hypotheses, references, settings, exact)
+                for matrix, flagged, (hypotheses, references) in zip(matrices, undecided, sets)]
 
     def aggregate(self, hypotheses: Sequence[str], references: Sequence[str], settings: Settings, exact: ExactScore,
                   threads: int) -> tuple[numpy.ndarray, numpy.ndarray]:
@@ -191,6 +209,21 @@ class NativeKernel(Kernel):
         for index in undecided:
             scores[index] = float(exact(counts[index].tolist()))
         return scores, counts
+
+    def aggregate_batch(self, sets: Sequence[tuple[list[str], list[str]]], settings: Settings, exact: ExactScore,
+                        threads: int) -> list[numpy.ndarray]:
+        """One call for all the sets, as :meth:`pairwise_batch`."""
+        import numpy
+
+        outputs = [(numpy.empty(len(hypotheses)), numpy.empty((len(hypotheses), settings.orders, 3), dtype=numpy.int64))
+                   for hypotheses, _ in sets]
+        undecided = self.module.aggregate_batch([hypotheses for hypotheses, _ in sets],
+                                                [references for _, references in sets],
+                                                *self._scoring(settings, TOLERANCE_BITS), threads, outputs)
+        for (scores, counts), flagged in zip(outputs, undecided):
+            for index in flagged:
+                scores[index] = float(exact(counts[index].tolist()))
+        return [scores for scores, _ in outputs]
 
     def weighted_aggregate(self, hypotheses: Sequence[str], references: Sequence[str], settings: Settings,
                            exact: ExactScore, threads: int, weights: Sequence[int]) -> numpy.ndarray:

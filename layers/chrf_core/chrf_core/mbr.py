@@ -10,8 +10,8 @@ count in reference j, matches = the sum over g of min(h_g, S_g), precision = mat
 recall = matches / (the sum of w_j times reference j's n-grams) (mbrs' model-based aggregation, with its
 ``reference_lprobs`` as softmax weights). Weights are taken at their exact value (a float is the rational it
 stands for). Every float is correctly rounded from its exact fraction. The batch forms take one candidate set per
-source sentence and spread the sets over the threads; a single set is spread by rows. The native kernel runs without
-the GIL.
+source sentence, and the native kernel spreads the sets over its pool of threads (each set's rows too, where there
+are more threads than sets) without the GIL.
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ from __future__ import annotations
 import math
 import numbers
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from fractions import Fraction
 from functools import partial
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from .contract import TEXT_KEYS, Settings
 from .errors import InvalidInputError, describe
@@ -42,7 +42,6 @@ if TYPE_CHECKING:
     import numpy
 
 MAX_THREADS = 256
-Result = TypeVar("Result")
 
 
 def available_cores() -> int:
@@ -143,14 +142,12 @@ def aggregate(settings: Settings, hypotheses: list[str], references: list[str], 
     return scores
 
 
-def batch(settings: Settings, score_set: Callable[[list[str], list[str], int], Result],
-          hypothesis_sets: Iterable[Sequence[str]], reference_sets: Iterable[Sequence[str]], threads: int,
-          result_size: Callable[[int, int], int] = lambda hypotheses, references: hypotheses) -> list[Result]:
-    """score_set over every (checked) candidate set and its references, in order: the sets spread over the threads in
-    contiguous blocks, a single set over them by rows. ``result_size``: the floats one set's result holds (from its
-    numbers of hypotheses and references), whose total is allocated once before any counting, so a batch too large
-    for memory is a MemoryError at once. Sets too small to outweigh their Python overhead are not spread (threads
-    would only take turns with the GIL)."""
+def batch(settings: Settings, pairwise_sets: bool, hypothesis_sets: Iterable[Sequence[str]],
+          reference_sets: Iterable[Sequence[str]], threads: int) -> list[numpy.ndarray]:
+    """pairwise (or, not ``pairwise_sets``, aggregate's scores) of every (checked) candidate set and its references,
+    in order, in one call to the kernel, which spreads the sets over its pool of ``threads`` threads (the threads
+    beyond one per set spread each set's rows). The results' total is allocated once before any counting, so a batch
+    too large for memory is a MemoryError at once."""
     given_sets = []
     for key, given in (("hypothesis_sets", hypothesis_sets), ("reference_sets", reference_sets)):
         check_side(key, given)
@@ -164,34 +161,12 @@ def batch(settings: Settings, score_set: Callable[[list[str], list[str], int], R
                                                   f"({len(given_sets[0])}), got {len(given_sets[1])}")
     sets = [checked(settings, hypotheses, references, (f"hypothesis_sets[{k}]", f"reference_sets[{k}]"))
             for k, (hypotheses, references) in enumerate(zip(*given_sets))]
-    room_for_results(sum(result_size(len(hypotheses), len(references)) for hypotheses, references in sets),
-                     len(sets))
-    points = sum(sum(map(len, hypotheses)) + (0 if references is hypotheses else sum(map(len, references)))
-                 for hypotheses, references in sets)
-    if len(sets) <= 1:  # one set: spread over the threads by rows
-        return [score_set(hypotheses, references, threads) for hypotheses, references in sets]
-    if threads == 1 or not chosen().threaded or points < MIN_POINTS_PER_SET * len(sets):
-        return [score_set(hypotheses, references, 1) for hypotheses, references in sets]
-    from concurrent.futures import ThreadPoolExecutor  # here: not on the service's import path
-
-    size = -(-len(sets) // (BLOCKS_PER_THREAD * threads))
-    blocks = [sets[start:start + size] for start in range(0, len(sets), size)]
-    with ThreadPoolExecutor(max_workers=min(threads, len(blocks))) as pool:
-        futures = [pool.submit(lambda block: [score_set(hypotheses, references, 1) for hypotheses, references in block],
-                               block) for block in blocks]
-        try:
-            return [result for future in futures for result in future.result()]
-        except BaseException:  # Ctrl-C (seen by this thread alone): the other threads' calls stop too, at once
-            for future in futures:
-                future.cancel()
-            chosen().cancel()
-            raise
-
-
-MIN_POINTS_PER_SET = 1000  # code points a set needs on average before the sets go to threads (measured: 10^5 sets of
-#                            two 40-code-point texts took 2.1 s on one thread and 5.9 s on two; 2,000 sets of 32
-#                            were 1.3-2x faster on two)
-BLOCKS_PER_THREAD = 4  # contiguous blocks of sets per thread: few tasks, and a slow block evens out
+    room_for_results(sum(len(hypotheses) * (len(references) if pairwise_sets else 1)
+                         for hypotheses, references in sets), len(sets))
+    score = partial(exact_score, settings)
+    if pairwise_sets:
+        return chosen().pairwise_batch(sets, settings, score, threads)
+    return chosen().aggregate_batch(sets, settings, score, threads)
 
 
 def room_for_results(floats: int, sets: int) -> None:

@@ -162,19 +162,12 @@ class CHRF(ChrfSettings):
                        threads: int | None = None) -> list[numpy.ndarray]:
         """:meth:`pairwise` for many candidate sets (one per source sentence) in one call, the sets spread over
         ``threads`` threads (default: every core): one matrix per set, in order."""
-        return mbr.batch(self, self._pairwise_of, hypothesis_sets, reference_sets, mbr.thread_count(threads),
-                         lambda hypotheses, references: hypotheses * references)
+        return mbr.batch(self, True, hypothesis_sets, reference_sets, mbr.thread_count(threads))
 
     def aggregate_batch(self, hypothesis_sets: Sequence[Sequence[str]], reference_sets: Sequence[Sequence[str]], *,
                         threads: int | None = None) -> list[numpy.ndarray]:
         """:meth:`aggregate` for many candidate sets in one call, spread over the threads: one array per set."""
-        return mbr.batch(self, self._aggregate_of, hypothesis_sets, reference_sets, mbr.thread_count(threads))
-
-    def _pairwise_of(self, hypotheses: list[str], references: list[str], threads: int) -> numpy.ndarray:
-        return mbr.pairwise(self, hypotheses, references, threads)
-
-    def _aggregate_of(self, hypotheses: list[str], references: list[str], threads: int) -> numpy.ndarray:
-        return mbr.aggregate(self, hypotheses, references, threads, exact=False)  # type: ignore[return-value]
+        return mbr.batch(self, False, hypothesis_sets, reference_sets, mbr.thread_count(threads))
 
     # ---- counts (for the command line, the functions and other tools; chrf_core.arrays scores count arrays) -----
 

@@ -34,8 +34,7 @@ size_t distinct_ngrams(const Corpus *corpus, size_t t, int char_order, int order
 int run_begin(Run *run, const Texts *texts, const Scoring *scoring, int threads, int count_columns, size_t matches,
               Pause pause, void *context) {
     memset(run, 0, sizeof *run);
-    run->threads = threads < 1 ? 1 : threads > MAX_THREADS ? MAX_THREADS : threads;
-    if ((size_t)run->threads > texts->rows) run->threads = texts->rows ? (int)texts->rows : 1; /* no idle scratch */
+    run->threads = threads_for(threads, texts->rows); /* no idle scratch */
     const int built = corpus_build(&run->corpus, texts, scoring, run->threads, count_columns, pause, context);
     if (built != 0) return built;
     const int orders = scoring->char_order + scoring->word_order;

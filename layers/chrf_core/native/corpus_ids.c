@@ -227,7 +227,7 @@ static int build_ids(Build *b, size_t counted, int threads) {
     if (chunk_texts(b, counted, &longest) < 0) return -1;
     if (b->chunks < THREADED_CHUNKS || longest > LONGEST_THREADED) threads = 1;
     const int stages = (b->orders[0] ? b->orders[0] + 1 : 0) + (b->orders[1] ? b->orders[1] + 1 : 0);
-    b->threads = threads < stages ? threads : stages; /* more would find no stage free */
+    b->threads = threads_for(threads, (size_t)stages); /* more would find no stage free */
     b->tokens.pause = b->threads == 1 ? b->pause : NULL; /* the tokenizer pauses on the calling thread only */
     b->tokens.pause_context = b->context;
     for (int kind = 0; kind < 2; kind++)

@@ -119,6 +119,13 @@ int run_begin(Run *run, const Texts *texts, const Scoring *scoring, int threads,
    freed; the status. */
 int run_end(Run *run, Flagged *flagged, int status);
 
+/* The one thread-count rule: the threads asked for, at least 1, at most MAX_THREADS and at most one per task (a
+   thread without a task would only wait). */
+static inline int threads_for(int asked, size_t tasks) {
+    const size_t most = tasks < MAX_THREADS ? (tasks ? tasks : 1) : MAX_THREADS;
+    return asked < 1 ? 1 : (size_t)asked > most ? (int)most : asked;
+}
+
 /* A task of a schedule: rows [from, to) (parallel_rows), or a stage (`lane`) over its chunk `from` (corpus_ids.c). */
 typedef struct {
     size_t from, to;
@@ -145,5 +152,14 @@ typedef int (*RowsTask)(void *shared, int worker, size_t from, size_t to);
 /* Run task over rows 0..rows-1 in chunks of `chunk` rows on the pool's `threads` threads (the calling one included,
    which alone pauses, between its chunks). 0; 1 when the pause said stop; -1 when a task failed. */
 int parallel_rows(size_t rows, size_t chunk, int threads, RowsTask task, void *shared, Pause pause, void *context);
+
+/* Job `job` of a batch, given the pause it is to ask now and then: 0; 1 when the pause said stop; -1 when out of
+   memory. */
+typedef int (*JobTask)(void *shared, size_t job, Pause pause, void *context);
+
+/* Run jobs 0..count-1 on the pool's `threads` threads, each job whole on the thread that takes it. A job on the
+   calling thread asks `pause`; one on another thread, whether the calling thread's pause has said stop (so all stop
+   within a pause of each other). 0; 1 when stopped; -1 when a job failed. */
+int parallel_jobs(size_t count, int threads, JobTask task, void *shared, Pause pause, void *context);
 
 #endif

@@ -1,7 +1,8 @@
 /*
  * The kernel's one pool of threads: a schedule's tasks taken and run on several threads, the calling one included,
- * which alone pauses (kernel.h's convention). Two schedules run on it: rows in chunks (parallel_rows, which
- * pairwise.c and aggregate.c score on) and corpus_ids.c's wavefront of stages. No Python here.
+ * which alone asks the caller's pause (kernel.h's convention). Three schedules run on it: rows in chunks
+ * (parallel_rows, which pairwise.c and aggregate.c score on), corpus_ids.c's wavefront of stages, and a batch's jobs
+ * (parallel_jobs: the sets of an MBR batch). No Python here.
  */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime under -std=c99 */
 
@@ -10,6 +11,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -123,7 +125,8 @@ int run_pool(int threads, const Schedule *schedule, void *shared, Pause pause, v
     pthread_t ids[MAX_THREADS];
     Seat seats[MAX_THREADS];
     int started = 0;
-    for (int w = 1; w < threads && w < MAX_THREADS; w++) {
+    threads = threads_for(threads, (size_t)threads);
+    for (int w = 1; w < threads; w++) {
         seats[w] = (Seat){&pool, w};
         if (pthread_create(&ids[started], NULL, work, &seats[w]) != 0) break; /* fewer threads then */
         started++;
@@ -166,7 +169,67 @@ static const Schedule ROWS = {take_rows, run_rows, NULL};
 
 int parallel_rows(size_t rows, size_t chunk, int threads, RowsTask task, void *shared, Pause pause, void *context) {
     Rows schedule = {0, rows, chunk ? chunk : 1, task, shared, pause, context};
-    const size_t useful = (rows + schedule.chunk - 1) / schedule.chunk; /* more threads would find no chunk */
-    if ((size_t)threads > useful) threads = useful ? (int)useful : 1;
-    return run_pool(threads, &ROWS, &schedule, NULL, NULL);
+    return run_pool(threads_for(threads, (rows + schedule.chunk - 1) / schedule.chunk), &ROWS, &schedule, NULL, NULL);
+}
+
+/* A batch's jobs, one at a time to whichever thread is free: the schedule of parallel_jobs. A job may run long, so
+   each is given a pause of its own: on the calling thread, the caller's; on the others, whether it has said stop. */
+typedef struct Jobs Jobs;
+
+typedef struct {
+    Jobs *jobs;
+    int worker;
+} JobSeat;
+
+struct Jobs {
+    size_t next, count;
+    JobTask task;
+    void *shared;
+    Pause pause;
+    void *context;
+    pthread_mutex_t lock; /* guards stopping */
+    int stopping;         /* the caller's pause said stop: every job stops at its next pause */
+    JobSeat seats[MAX_THREADS];
+};
+
+static int job_pause(void *context) {
+    JobSeat *seat = context;
+    Jobs *jobs = seat->jobs;
+    int stopping;
+    if (seat->worker == 0 && jobs->pause != NULL && jobs->pause(jobs->context)) {
+        pthread_mutex_lock(&jobs->lock);
+        jobs->stopping = 1;
+        pthread_mutex_unlock(&jobs->lock);
+        return 1;
+    }
+    pthread_mutex_lock(&jobs->lock);
+    stopping = jobs->stopping;
+    pthread_mutex_unlock(&jobs->lock);
+    return stopping;
+}
+
+static int take_job(void *shared, int worker, Task *task) {
+    Jobs *jobs = shared;
+    (void)worker;
+    if (jobs->next >= jobs->count) return -1;
+    task->from = jobs->next++;
+    return 1;
+}
+
+static int run_job(void *shared, int worker, const Task *task) {
+    Jobs *jobs = shared;
+    return jobs->task(jobs->shared, task->from, job_pause, &jobs->seats[worker]);
+}
+
+static const Schedule JOBS = {take_job, run_job, NULL};
+
+int parallel_jobs(size_t count, int threads, JobTask task, void *shared, Pause pause, void *context) {
+    Jobs *jobs = malloc(sizeof(Jobs));
+    if (jobs == NULL) return -1;
+    *jobs = (Jobs){0, count, task, shared, pause, context, PTHREAD_MUTEX_INITIALIZER, 0, {{NULL, 0}}};
+    for (int w = 0; w < MAX_THREADS; w++) jobs->seats[w] = (JobSeat){jobs, w};
+    const int status = run_pool(threads_for(threads, count), &JOBS, jobs, job_pause, &jobs->seats[0]);
+    pthread_mutex_destroy(&jobs->lock);
+    free(jobs);
+    return status;
 }
