@@ -125,6 +125,15 @@ def test_every_pause_interval_is_the_one_of_kernel_h_or_written_from_it():
     assert all(name == "POLL_MASK" or "POLL_MASK" in value for _, name, value in intervals), intervals
 
 
+def test_work_a_pause_stops_returns_1_in_every_file_as_kernel_h_says():
+    """One return convention (issue 56): 0 done, 1 stopped by the pause, -1 out of memory. Counting returned -1 when
+    interrupted, the MBR calls 1. (The CPython glue, module*.c, keeps CPython's: -1 with the exception set.)"""
+    stopped = re.compile(r"if \((?:poll|stop_after|pause_now|pause_within)\([^;]*\)\)\s*return (-?\d+);")
+    returns = {(path.name, value) for path in NATIVE.glob("*.[ch]") if not path.name.startswith("module")
+               for value in stopped.findall(code_of(path))}
+    assert {value for _, value in returns} == {"1"}, returns
+
+
 def test_every_build_of_the_kernel_reads_its_one_list_of_compile_flags():
     """Issue 56: the flags were written in four places and only the layer's build had -Werror, so a warning passed
     on the host and broke `sam build`. Now native/cflags is the one list: setup.py (host kernel, wheels), the

@@ -174,18 +174,21 @@ static inline int64_t match_codes(uint32_t *codes, const uint32_t *unit, size_t 
  * low order costs one sequential pass; text k's matches at order n go to out[stride * (k - 1) + 3 * (n - 1) + 2].
  * At the start order, the n-grams text 0 shares with another text become the classes the passes continue from:
  * info and partner (text 0's position) of buffer 0, with count[0] text 0's occurrences and count[1] the other
- * texts' together; the positions of such n-grams alive (alive_counts), each with its class. Returns the start
- * order, 0 when nothing matches from some order on, or -1 when interrupted.
+ * texts' together; the positions of such n-grams alive (alive_counts), each with its class. The start order in
+ * *start_out (0 when nothing matches from some order on); 0, or 1 when interrupted.
  */
 static inline int count_by_code(Work *work, const Segment *t, int orders, int64_t *out, size_t stride,
-                                uint32_t *classes_out) {
+                                uint32_t *classes_out, int *start_out) {
     const uint64_t base = (uint64_t)t->alphabet + (t->foreign != 0);
     size_t total = 0;
     for (size_t k = 0; k < t->texts; k++) total += t->lengths[k];
     const size_t limit = total < DIRECT_SLOTS ? total : DIRECT_SLOTS;
     int start = 1;
     for (uint64_t span = base; start < orders && span * base <= limit; span *= base) start++;
-    if (base > DIRECT_SLOTS) return classes_of_units(work, t, classes_out); /* else base <= text 0's length + 1 */
+    if (base > DIRECT_SLOTS) { /* else base <= text 0's length + 1 */
+        *start_out = classes_of_units(work, t, classes_out);
+        return 0;
+    }
     uint32_t *const counts_0 = work->histogram[0], *const counts_k = work->histogram[1];
     size_t span = 1;
     for (int n = 1; n <= start; n++) {
@@ -212,10 +215,13 @@ static inline int count_by_code(Work *work, const Segment *t, int orders, int64_
             out[stride * (k - 1) + 3 * (n - 1) + 2] += matches;
             matched += matches;
         }
-        if (stop_after(work, total)) return -1;
+        if (stop_after(work, total)) return 1;
         if (n == start) break;
         memset(counts_0, 0, span * sizeof(uint32_t));
-        if (matched == 0) return 0;
+        if (matched == 0) {
+            *start_out = 0;
+            return 0;
+        }
     }
     ClassInfo *info = work->info[0];
     uint32_t classes = 0;
@@ -242,7 +248,8 @@ static inline int count_by_code(Work *work, const Segment *t, int orders, int64_
     memset(counts_0, 0, span * sizeof(uint32_t));
     memset(counts_k, 0, span * sizeof(uint32_t));
     *classes_out = classes;
-    return classes ? start : 0;
+    *start_out = classes ? start : 0;
+    return 0;
 }
 
 /* Code points as dense ranks, in place, equal code points equal ranks (continuing the numbering from *ranks). */

@@ -105,7 +105,7 @@ static int worth_looking_ahead(int n, int orders, size_t alive, size_t look_ahea
  * A class with exactly one position on each side is a unique pair: no other position can ever share its longer
  * n-grams, so the pair matches at each higher order for as long as the two sequences continue alike. Such pairs are
  * settled by comparing units directly and leave the pass, which keeps long, near-identical texts cheap. Returns 0,
- * or -1 when interrupted.
+ * or 1 when interrupted (the pause convention's return, kernel.h).
  */
 static int count_orders(Work *work, Sides s, int swap, int orders, int64_t *out) {
     int64_t paired[MAX_ORDERS + 2] = {0}; /* difference array: matches of unique pairs per order */
@@ -127,8 +127,9 @@ static int count_orders(Work *work, Sides s, int swap, int orders, int64_t *out)
     }
     const Segment texts = {s.units, s.lengths, s.bases, s.alive_counts, 2, s.alphabet, s.foreign, NULL};
     uint32_t classes;
-    const int start = count_by_code(work, &texts, orders, out, 0, &classes);
-    if (start <= 0) return start;
+    int start;
+    if (count_by_code(work, &texts, orders, out, 0, &classes, &start) != 0) return 1;
+    if (start == 0) return 0;
     int now = 0;
     size_t look_ahead_below = SIZE_MAX; /* after a look-ahead that settled little, wait until half the positions go */
     uint32_t classes_before = 0;
@@ -158,7 +159,7 @@ static int count_orders(Work *work, Sides s, int swap, int orders, int64_t *out)
         uint32_t next_classes = 0;
         size_t kept_a = 0, kept_b = 0;
         for (size_t k = 0; k < s.alive_counts[0]; k++) {
-            if (poll(work, k)) return -1;
+            if (poll(work, k)) return 1;
             uint32_t i = alive_a[k], c = cls_a[i];
             if (!info[c].count[1] || i + (size_t)n >= length_a || (info[c].count[0] == 1 && info[c].count[1] == 1) ||
                 info[c].memo[0] == SETTLED)
@@ -170,7 +171,7 @@ static int count_orders(Work *work, Sides s, int swap, int orders, int64_t *out)
             alive_a[kept_a++] = i;
         }
         for (size_t k = 0; k < s.alive_counts[1]; k++) {
-            if (poll(work, k)) return -1;
+            if (poll(work, k)) return 1;
             uint32_t j = alive_b[k], c = cls_b[j];
             if (!info[c].count[0] || j + (size_t)n >= length_b || info[c].memo[0] == SETTLED) continue;
             if (info[c].count[0] == 1 && info[c].count[1] == 1) { /* a unique pair: settled here, off the passes */
@@ -211,14 +212,14 @@ int count_segment(Work *work, size_t length_h, size_t length_r, int char_order, 
         Sides s;
         memset(&s, 0, sizeof s);
         s.lengths[0] = tokenize(work, texts[0], lengths[0], work->units, &tokens);
-        if (s.lengths[0] == TOKENIZE_INTERRUPTED) return -1;
+        if (s.lengths[0] == TOKENIZE_INTERRUPTED) return 1;
         s.alphabet = tokens;
         s.lengths[1] = tokenize(work, texts[1], lengths[1], work->units + s.lengths[0], &tokens);
-        if (s.lengths[1] == TOKENIZE_INTERRUPTED || stop_after(work, length_h + length_r)) return -1;
+        if (s.lengths[1] == TOKENIZE_INTERRUPTED || stop_after(work, length_h + length_r)) return 1;
         s.foreign = as_foreign(work->units + s.lengths[0], s.lengths[1], s.alphabet);
         s.units[0] = work->units;
         s.units[1] = work->units + s.lengths[0];
-        if (count_orders(work, s, swap, word_order, out + 3 * char_order) < 0) return -1;
+        if (count_orders(work, s, swap, word_order, out + 3 * char_order) != 0) return 1;
     }
     if (!char_order) return 0;
     size_t kept[2] = {length_h, length_r};
@@ -237,6 +238,6 @@ int count_segment(Work *work, size_t length_h, size_t length_r, int char_order, 
     rank_code_points(work, (uint32_t *)s.units[0], s.lengths[0], &ranks);
     s.alphabet = ranks;
     s.foreign = rank_known(work, (uint32_t *)s.units[1], s.lengths[1], s.alphabet);
-    if (stop_after(work, length_h + length_r)) return -1;
+    if (stop_after(work, length_h + length_r)) return 1;
     return count_orders(work, s, swap, char_order, out);
 }

@@ -65,7 +65,8 @@ typedef struct {
 } DirectSlot;
 
 /* The one pause convention: asked now and then during long passes (with the context it was given), about every
-   POLL_MASK + 1 units of work; nonzero stops the work, whose caller then reports why (Ctrl-C). NULL never stops. */
+   POLL_MASK + 1 units of work; nonzero stops the work, whose caller then reports why (Ctrl-C). NULL never stops.
+   Work that can be stopped returns 0 when done, 1 when the pause stopped it and -1 when out of memory. */
 typedef int (*Pause)(void *context);
 
 /* What one order keeps per class, side by side so that a position touches one cache line for its class. */
@@ -230,13 +231,13 @@ size_t tokenize(Work *work, const uint32_t *text, size_t length, uint32_t *ids, 
 int work_reserve(Work *work, size_t positions, size_t texts, size_t shorter, int words);
 void work_release(Work *work);
 /* Add the counts of one segment (its sides' code points in work->raw: hypothesis then reference) to out:
-   out[3 * (n - 1) + {0, 1, 2}] for character orders, then word orders. 0, or -1 when interrupted. */
+   out[3 * (n - 1) + {0, 1, 2}] for character orders, then word orders. 0, or 1 when interrupted. */
 int count_segment(Work *work, size_t length_h, size_t length_r, int char_order, int word_order, int keep_whitespace,
                   int64_t *out);
 /* The counts of one segment against several systems: texts[0] is the reference and texts[1..] the systems'
    hypotheses, their code points one after another in work->raw (lengths[k] each); system k's row of
    3 * (char_order + word_order) values is set at out + stride * (k - 1). `scratch` holds 5 * texts sizes and
-   `units` texts pointers. 0, or -1 when interrupted. */
+   `units` texts pointers. 0, or 1 when interrupted. */
 int count_systems(Work *work, const size_t *lengths, size_t texts, int char_order, int word_order, int keep_whitespace,
                   size_t *scratch, const uint32_t **units, int64_t *out, size_t stride);
 

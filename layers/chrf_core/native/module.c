@@ -145,7 +145,7 @@ static PyObject *count(PyObject *module, PyObject *args) {
             break;
         }
         memset(segment, 0, row * sizeof(int64_t));
-        if (count_segment(work, lengths[0], lengths[1], char_order, word_order, keep_whitespace, segment) < 0) {
+        if (count_segment(work, lengths[0], lengths[1], char_order, word_order, keep_whitespace, segment) != 0) {
             failed = 1;
             break;
         }
@@ -238,7 +238,7 @@ static PyObject *count_systems_of(PyObject *module, PyObject *args) {
             break;
         }
         if (count_systems(work, lengths, texts, char_order, word_order, keep_whitespace, lengths + texts, units,
-                          rows_data + row * (size_t)index, row * (size_t)segments) < 0)
+                          rows_data + row * (size_t)index, row * (size_t)segments) != 0)
             failed = 1;
     }
     release_work(work);

@@ -18,7 +18,7 @@
 #define SHARED 0x80000000u /* in count[1]: some system has the class and has not settled it (a count stays below) */
 
 /* Add the counts of orders 1..orders to out[stride * (text - 1) + 3 * (n - 1) + {0, 1, 2}] for every system. Buffers
-   (cls, alive) are laid out text after text from `bases`; `alive_counts` holds one size per text. 0, or -1 when
+   (cls, alive) are laid out text after text from `bases`; `alive_counts` holds one size per text. 0, or 1 when
    interrupted. */
 static int count_shared(Work *work, const Segment *t, int orders, size_t stride, int64_t *out) {
     const size_t *const bases = t->bases;
@@ -38,8 +38,9 @@ static int count_shared(Work *work, const Segment *t, int orders, size_t stride,
     }
     const uint32_t alphabet = t->alphabet;
     uint32_t classes;
-    const int start = count_by_code(work, t, orders, out, stride, &classes);
-    if (start <= 0) return start;
+    int start;
+    if (count_by_code(work, t, orders, out, stride, &classes, &start) != 0) return 1;
+    if (start == 0) return 0;
     for (uint32_t c = 0; c < classes; c++) work->info[0][c].count[1] = 0; /* the passes count each system's own */
     ClassInfo *info = work->info[0];
     int now = 0;
@@ -89,7 +90,7 @@ static int count_shared(Work *work, const Segment *t, int orders, size_t stride,
             uint32_t *cls = work->cls + bases[k], *alive = work->alive + bases[k];
             size_t kept = 0;
             for (size_t a = 0; a < alive_counts[k]; a++) {
-                if (poll(work, a)) return -1;
+                if (poll(work, a)) return 1;
                 const uint32_t i = alive[a], c = cls[i];
                 if (c == NO_CLASS || i + (size_t)n >= length || units[i + n] >= alphabet) continue;
                 if (k == 0 && !(info[c].count[1] & SHARED)) continue;
@@ -132,14 +133,14 @@ int count_systems(Work *work, const size_t *lengths, size_t texts, int char_orde
         size_t at = 0;
         for (size_t k = 0; k < texts; k++) {
             kept[k] = tokenize(work, raw + starts[k], lengths[k], work->units + at, &tokens);
-            if (kept[k] == TOKENIZE_INTERRUPTED) return -1;
+            if (kept[k] == TOKENIZE_INTERRUPTED) return 1;
             units[k] = work->units + at;
             bases[k] = at;
             at += kept[k];
             if (k == 0) t.alphabet = tokens;
             t.foreign |= as_foreign(work->units + bases[k], kept[k], t.alphabet);
         }
-        if (stop_after(work, total) || count_shared(work, &t, word_order, stride, out + 3 * char_order) < 0) return -1;
+        if (stop_after(work, total) || count_shared(work, &t, word_order, stride, out + 3 * char_order) != 0) return 1;
     }
     if (!char_order) return 0;
     size_t at = 0;
@@ -155,6 +156,6 @@ int count_systems(Work *work, const size_t *lengths, size_t texts, int char_orde
     t.alphabet = ranks;
     t.foreign = 0;
     for (size_t k = 1; k < texts; k++) t.foreign |= rank_known(work, raw + bases[k], kept[k], t.alphabet);
-    if (stop_after(work, total)) return -1;
+    if (stop_after(work, total)) return 1;
     return count_shared(work, &t, char_order, stride, out);
 }
