@@ -39,7 +39,7 @@ typedef struct {
     int orders[2], keep_whitespace, count_columns, threads;
     size_t chunks, *chunk_first; /* chunk k holds texts chunk_first[k] .. chunk_first[k + 1] - 1 */
     size_t cursor[2];            /* stage 0: units written so far */
-    Work tokens;                 /* stage 0 of words: the token table */
+    TokenTable tokens;           /* stage 0 of words: the token table */
     uint32_t token_ids;
     Order order[2][MAX_ORDERS];
     /* the schedule, under the pool's lock */
@@ -94,7 +94,9 @@ static int units_stage(Build *b, int kind, size_t k, int worker) {
         if (kind == 0) {
             total += counted_characters(units + total, text, length, b->keep_whitespace);
         } else {
-            const size_t count = tokenize(&b->tokens, text, length, units + total, &b->token_ids);
+            /* the tokenizer pauses only where one thread builds, the calling one */
+            const size_t count = tokenize(&b->tokens, text, length, units + total, &b->token_ids,
+                                          b->threads == 1 ? b->pause : NULL, b->context);
             if (count == TOKENIZE_INTERRUPTED) return 1;
             total += count;
         }
@@ -228,8 +230,6 @@ static int build_ids(Build *b, size_t counted, int threads) {
     if (b->chunks < THREADED_CHUNKS || longest > LONGEST_THREADED) threads = 1;
     const int stages = (b->orders[0] ? b->orders[0] + 1 : 0) + (b->orders[1] ? b->orders[1] + 1 : 0);
     b->threads = threads_for(threads, (size_t)stages); /* more would find no stage free */
-    b->tokens.pause = b->threads == 1 ? b->pause : NULL; /* the tokenizer pauses on the calling thread only */
-    b->tokens.pause_context = b->context;
     for (int kind = 0; kind < 2; kind++)
         if (b->orders[kind]) b->remaining += b->chunks * (size_t)(b->orders[kind] + 1);
     return run_pool(b->threads, &WAVEFRONT, b, b->pause, b->context);
@@ -302,7 +302,7 @@ done:
             free(b->order[kind][o].counts);
         }
     free(b->chunk_first);
-    work_release(&b->tokens);
+    free(b->tokens.slots);
     free(b);
     if (status != 0) corpus_free(corpus);
     return status;

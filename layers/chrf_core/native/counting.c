@@ -207,14 +207,16 @@ int count_segment(Work *work, size_t length_h, size_t length_r, int char_order, 
     const size_t lengths[2] = {swap ? length_r : length_h, swap ? length_h : length_r};
     const uint32_t *texts[2] = {swap ? raw + length_h : raw, swap ? raw : raw + length_h};
     if (word_order) { /* first: the character orders then rewrite raw in place */
-        tokens_generation(work, raw, distinct_tokens_bound(length_h + length_r, 2));
+        tokens_generation(&work->tokens, raw, distinct_tokens_bound(length_h + length_r, 2));
         uint32_t tokens = 0;
         Sides s;
         memset(&s, 0, sizeof s);
-        s.lengths[0] = tokenize(work, texts[0], lengths[0], work->units, &tokens);
+        s.lengths[0] = tokenize(&work->tokens, texts[0], lengths[0], work->units, &tokens, work->pause,
+                                work->pause_context);
         if (s.lengths[0] == TOKENIZE_INTERRUPTED) return 1;
         s.alphabet = tokens;
-        s.lengths[1] = tokenize(work, texts[1], lengths[1], work->units + s.lengths[0], &tokens);
+        s.lengths[1] = tokenize(&work->tokens, texts[1], lengths[1], work->units + s.lengths[0], &tokens, work->pause,
+                                work->pause_context);
         if (s.lengths[1] == TOKENIZE_INTERRUPTED || stop_after(work, length_h + length_r)) return 1;
         s.foreign = as_foreign(work->units + s.lengths[0], s.lengths[1], s.alphabet);
         s.units[0] = work->units;

@@ -60,6 +60,16 @@ typedef struct {
     uint32_t hash, offset, length, value, stamp;
 } TokenSlot;
 
+/* The word token table: tokens interned by content (equal tokens, equal ids) for texts at `base`, open addressing
+   over `size` of its `room` slots, a new generation emptying it at once (stamp). Counting keeps one in its Work;
+   the MBR corpus builder (corpus_ids.c) one of its own. */
+typedef struct {
+    TokenSlot *slots;
+    size_t room;
+    uint32_t size, stamp;
+    const uint32_t *base;
+} TokenTable;
+
 typedef struct {
     uint32_t stamp, value;
 } DirectSlot;
@@ -91,10 +101,7 @@ typedef struct {
     uint32_t *partner[2];
     size_t positions, tokens_room, classes_room; /* capacities */
     PairTable pairs;
-    TokenSlot *tokens;
-    size_t token_room;
-    uint32_t token_slots, token_stamp;
-    const uint32_t *token_base;
+    TokenTable tokens;
     DirectSlot *direct;
     uint32_t direct_stamp;
     uint32_t *histogram[2]; /* per side: DIRECT_SLOTS occurrence counts indexed by n-gram code, kept cleared */
@@ -219,13 +226,15 @@ static inline uint32_t pair_find(const PairTable *table, uint32_t first, uint32_
 }
 /* The token table for texts at `base` holding up to `tokens` distinct tokens, a fresh generation of it, and
    chrF++.py's separate_punctuation over text[0..length) (text within base): token ids into ids, their number. */
-int tokens_reserve(Work *work, size_t tokens);
+int tokens_reserve(TokenTable *table, size_t tokens);
 /* At most how many distinct word tokens `texts` texts totalling `positions` code points hold. */
 size_t distinct_tokens_bound(size_t positions, size_t texts);
-void tokens_generation(Work *work, const uint32_t *base, size_t tokens);
+void tokens_generation(TokenTable *table, const uint32_t *base, size_t tokens);
 #define TOKENIZE_INTERRUPTED SIZE_MAX
-/* The word tokens of text as ids (interned: equal tokens, equal ids); their number, or TOKENIZE_INTERRUPTED. */
-size_t tokenize(Work *work, const uint32_t *text, size_t length, uint32_t *ids, uint32_t *tokens);
+/* The word tokens of text as ids (interned: equal tokens, equal ids); their number, or TOKENIZE_INTERRUPTED when
+   `pause` said stop. */
+size_t tokenize(TokenTable *table, const uint32_t *text, size_t length, uint32_t *ids, uint32_t *tokens, Pause pause,
+                void *context);
 /* Room for a segment of `texts` texts totalling `positions` code points whose classes come from `shorter` of them
    (the shorter side of a pair, or the reference), and (`words`) for its word tokens. 0 or -1. */
 int work_reserve(Work *work, size_t positions, size_t texts, size_t shorter, int words);

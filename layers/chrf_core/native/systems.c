@@ -128,11 +128,12 @@ int count_systems(Work *work, const size_t *lengths, size_t texts, int char_orde
     Segment t = {units, kept, bases, scratch + 3 * texts, texts, 0, 0, scratch + 4 * texts};
     t.identical[0] = 0;
     if (word_order) { /* first: the character orders then rewrite raw in place */
-        tokens_generation(work, raw, distinct_tokens_bound(total, texts));
+        tokens_generation(&work->tokens, raw, distinct_tokens_bound(total, texts));
         uint32_t tokens = 0;
         size_t at = 0;
         for (size_t k = 0; k < texts; k++) {
-            kept[k] = tokenize(work, raw + starts[k], lengths[k], work->units + at, &tokens);
+            kept[k] = tokenize(&work->tokens, raw + starts[k], lengths[k], work->units + at, &tokens, work->pause,
+                               work->pause_context);
             if (kept[k] == TOKENIZE_INTERRUPTED) return 1;
             units[k] = work->units + at;
             bases[k] = at;

@@ -82,42 +82,43 @@ uint32_t intern_pair(PairTable *table, uint32_t first, uint32_t second, uint32_t
 
 uint32_t find_pair(const PairTable *table, uint32_t first, uint32_t second) { return pair_find(table, first, second); }
 
-int tokens_reserve(Work *work, size_t tokens) {
-    return grow_zeroed((void **)&work->tokens, &work->token_room, slots_for(tokens), sizeof(TokenSlot));
+int tokens_reserve(TokenTable *table, size_t tokens) {
+    return grow_zeroed((void **)&table->slots, &table->room, slots_for(tokens), sizeof(TokenSlot));
 }
 
-void tokens_generation(Work *work, const uint32_t *base, size_t tokens) {
-    work->token_base = base;
-    work->token_slots = (uint32_t)slots_for(tokens);
-    if (++work->token_stamp == 0) {
-        for (size_t i = 0; i < work->token_room; i++) work->tokens[i].stamp = 0;
-        work->token_stamp = 1;
+void tokens_generation(TokenTable *table, const uint32_t *base, size_t tokens) {
+    table->base = base;
+    table->size = (uint32_t)slots_for(tokens);
+    if (++table->stamp == 0) {
+        for (size_t i = 0; i < table->room; i++) table->slots[i].stamp = 0;
+        table->stamp = 1;
     }
 }
 
-static inline uint32_t intern_token(Work *work, const uint32_t *text, uint32_t length, uint32_t *tokens) {
+static inline uint32_t intern_token(TokenTable *table, const uint32_t *text, uint32_t length, uint32_t *tokens) {
     uint64_t hash = (uint64_t)length * 0x9E3779B97F4A7C15ull;
     for (uint32_t i = 0; i < length; i++) hash = (hash ^ text[i]) * 0x100000001B3ull + (hash >> 29);
     hash = mix64(hash);
     const uint32_t check = (uint32_t)hash;
-    uint32_t index = slot_of(hash, work->token_slots);
+    uint32_t index = slot_of(hash, table->size);
     for (;;) {
-        TokenSlot *slot = &work->tokens[index];
-        if (slot->stamp != work->token_stamp) {
-            *slot = (TokenSlot){check, (uint32_t)(text - work->token_base), length, (*tokens)++, work->token_stamp};
+        TokenSlot *slot = &table->slots[index];
+        if (slot->stamp != table->stamp) {
+            *slot = (TokenSlot){check, (uint32_t)(text - table->base), length, (*tokens)++, table->stamp};
             return slot->value;
         }
         if (slot->hash == check && slot->length == length &&
-            memcmp(work->token_base + slot->offset, text, length * sizeof(uint32_t)) == 0)
+            memcmp(table->base + slot->offset, text, length * sizeof(uint32_t)) == 0)
             return slot->value;
-        if (++index == work->token_slots) index = 0;
+        if (++index == table->size) index = 0;
     }
 }
 
-size_t tokenize(Work *work, const uint32_t *text, size_t length, uint32_t *ids, uint32_t *tokens) {
+size_t tokenize(TokenTable *table, const uint32_t *text, size_t length, uint32_t *ids, uint32_t *tokens, Pause pause,
+                void *context) {
     size_t count = 0, i = 0, next_pause = POLL_MASK + 1;
     while (i < length) {
-        if (pause_now(i, &next_pause, work->pause, work->pause_context)) return TOKENIZE_INTERRUPTED;
+        if (pause_now(i, &next_pause, pause, context)) return TOKENIZE_INTERRUPTED;
         while (i < length && is_space(text[i])) i++;
         if (i == length) break;
         size_t start = i;
@@ -125,13 +126,13 @@ size_t tokenize(Work *work, const uint32_t *text, size_t length, uint32_t *ids, 
         uint32_t size = (uint32_t)(i - start);
         const uint32_t *word = text + start;
         if (size > 1 && is_ascii_punctuation(word[size - 1])) {
-            ids[count++] = intern_token(work, word, size - 1, tokens);
-            ids[count++] = intern_token(work, word + size - 1, 1, tokens);
+            ids[count++] = intern_token(table, word, size - 1, tokens);
+            ids[count++] = intern_token(table, word + size - 1, 1, tokens);
         } else if (size > 1 && is_ascii_punctuation(word[0])) {
-            ids[count++] = intern_token(work, word, 1, tokens);
-            ids[count++] = intern_token(work, word + 1, size - 1, tokens);
+            ids[count++] = intern_token(table, word, 1, tokens);
+            ids[count++] = intern_token(table, word + 1, size - 1, tokens);
         } else {
-            ids[count++] = intern_token(work, word, size, tokens);
+            ids[count++] = intern_token(table, word, size, tokens);
         }
     }
     return count;
@@ -162,7 +163,7 @@ int work_reserve(Work *work, size_t positions, size_t texts, size_t shorter, int
     }
     work->classes_room = classes;
     if (pair_table_reserve(&work->pairs, shorter) < 0 ||
-        (words && tokens_reserve(work, distinct_tokens_bound(positions, texts)) < 0))
+        (words && tokens_reserve(&work->tokens, distinct_tokens_bound(positions, texts)) < 0))
         return -1;
     if (work->direct == NULL && (work->direct = calloc(DIRECT_SLOTS, sizeof(DirectSlot))) == NULL) return -1;
     for (int side = 0; side < 2; side++)
@@ -182,7 +183,7 @@ void work_release(Work *work) {
         free(work->partner[k]);
     }
     free(work->pairs.slots);
-    free(work->tokens);
+    free(work->tokens.slots);
     free(work->direct);
     free(work->histogram[0]);
     free(work->histogram[1]);
