@@ -197,9 +197,9 @@ class NativeKernel(Kernel):
         import numpy
 
         matrices = [numpy.empty((len(hypotheses), len(references))) for hypotheses, references in sets]
-        undecided = self.module.pairwise_batch([hypotheses for hypotheses, _ in sets],
-                                               [references for _, references in sets],
-                                               *self._scoring(settings, TOLERANCE_BITS), threads, matrices)
+        undecided = self.module.batch(False, [hypotheses for hypotheses, _ in sets],
+                                      [references for _, references in sets], *self._scoring(settings, TOLERANCE_BITS),
+                                      threads, matrices)
         return [self._decided(matrix, flagged, hypotheses, references, settings, exact)
                 for matrix, flagged, (hypotheses, references) in zip(matrices, undecided, sets)]
 
@@ -217,9 +217,9 @@ class NativeKernel(Kernel):
 
         outputs = [(numpy.empty(len(hypotheses)), numpy.empty((len(hypotheses), settings.orders, 3), dtype=numpy.int64))
                    for hypotheses, _ in sets]
-        undecided = self.module.aggregate_batch([hypotheses for hypotheses, _ in sets],
-                                                [references for _, references in sets],
-                                                *self._scoring(settings, TOLERANCE_BITS), threads, outputs)
+        undecided = self.module.batch(True, [hypotheses for hypotheses, _ in sets],
+                                      [references for _, references in sets], *self._scoring(settings, TOLERANCE_BITS),
+                                      threads, outputs)
         for (scores, counts), flagged in zip(outputs, undecided):
             for index in flagged:
                 scores[index] = float(exact(counts[index].tolist()))

@@ -268,8 +268,7 @@ static PyMethodDef methods[] = {
     {"count_systems", count_systems_of, METH_VARARGS, count_systems_doc},
     {"pairwise", pairwise, METH_VARARGS, pairwise_doc},
     {"aggregate", aggregate, METH_VARARGS, aggregate_doc},
-    {"pairwise_batch", pairwise_batch, METH_VARARGS, pairwise_batch_doc},
-    {"aggregate_batch", aggregate_batch, METH_VARARGS, aggregate_batch_doc},
+    {"batch", batch, METH_VARARGS, batch_doc},
     {"set_seed", set_seed, METH_O, set_seed_doc},
     {NULL, NULL, 0, NULL},
 };

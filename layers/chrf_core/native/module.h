@@ -18,10 +18,9 @@ static inline int signalled(void *context) {
     return PyErr_CheckSignals() < 0;
 }
 
-extern const char pairwise_doc[], aggregate_doc[], pairwise_batch_doc[], aggregate_batch_doc[];
+extern const char pairwise_doc[], aggregate_doc[], batch_doc[];
 PyObject *pairwise(PyObject *module, PyObject *args);
 PyObject *aggregate(PyObject *module, PyObject *args);
-PyObject *pairwise_batch(PyObject *module, PyObject *args);
-PyObject *aggregate_batch(PyObject *module, PyObject *args);
+PyObject *batch(PyObject *module, PyObject *args);
 
 #endif

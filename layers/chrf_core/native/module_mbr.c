@@ -317,14 +317,14 @@ static int score_block(MbrCall *calls, Loaded *loaded, size_t begin, size_t end,
     return status;
 }
 
-/* pairwise_batch and aggregate_batch: each set's texts and output(s), checked as the single call checks them, then
-   the sets loaded and scored a block at a time; the list of each set's flagged indices. */
-static PyObject *batch(PyObject *args, int aggregating) {
+/* Each set's texts and output(s), checked as the single call checks them, then the sets loaded and scored a block
+   at a time; the list of each set's flagged indices. */
+PyObject *batch(PyObject *module, PyObject *args) {
+    (void)module;
     PyObject *hypothesis_sets, *reference_sets, *outs, *result = NULL;
-    int char_order, word_order, keep_whitespace, beta, per_order_f, tolerance_bits, threads;
-    if (!PyArg_ParseTuple(args, aggregating ? "OOiipipiiO:aggregate_batch" : "OOiipipiiO:pairwise_batch",
-                          &hypothesis_sets, &reference_sets, &char_order, &word_order, &keep_whitespace, &beta,
-                          &per_order_f, &tolerance_bits, &threads, &outs))
+    int aggregating, char_order, word_order, keep_whitespace, beta, per_order_f, tolerance_bits, threads;
+    if (!PyArg_ParseTuple(args, "pOOiipipiiO:batch", &aggregating, &hypothesis_sets, &reference_sets, &char_order,
+                          &word_order, &keep_whitespace, &beta, &per_order_f, &tolerance_bits, &threads, &outs))
         return NULL;
     const Py_ssize_t sets = PySequence_Size(hypothesis_sets);
     if (sets < 0) return NULL;
@@ -401,25 +401,10 @@ done:
     return result;
 }
 
-const char pairwise_batch_doc[] =
-    "pairwise_batch(hypothesis_sets, reference_sets, char_order, word_order, include_whitespace, beta,\n"
-    "               per_order_f, tolerance_bits, threads, outs)\n--\n\n"
-    "pairwise for every set (outs: one output matrix per set), the sets spread over `threads` threads of the\n"
-    "kernel's pool without the GIL, a block of sets at a time. Returns each set's flagged indices. Ctrl-C stops\n"
-    "every set in flight within a chunk of rows.";
-
-PyObject *pairwise_batch(PyObject *module, PyObject *args) {
-    (void)module;
-    return batch(args, 0);
-}
-
-const char aggregate_batch_doc[] =
-    "aggregate_batch(hypothesis_sets, reference_sets, char_order, word_order, include_whitespace, beta,\n"
-    "                per_order_f, tolerance_bits, threads, outs)\n--\n\n"
-    "aggregate (unweighted) for every set (outs: one (scores, counts) pair per set), spread as pairwise_batch.";
-
-PyObject *aggregate_batch(PyObject *module, PyObject *args) {
-    (void)module;
-    return batch(args, 1);
-}
-
+const char batch_doc[] =
+    "batch(aggregating, hypothesis_sets, reference_sets, char_order, word_order, include_whitespace, beta,\n"
+    "      per_order_f, tolerance_bits, threads, outs)\n--\n\n"
+    "pairwise for every set (outs: one output matrix per set), or with aggregating, aggregate unweighted (outs:\n"
+    "one (scores, counts) pair per set); the sets spread over `threads` threads of the kernel's pool without the\n"
+    "GIL, a block of sets at a time. Returns each set's flagged indices. Ctrl-C stops every set in flight within\n"
+    "a chunk of rows.";
