@@ -186,6 +186,31 @@ def test_a_batch_larger_than_one_block_of_the_kernels_pool_is_each_set_scored_al
         assert numpy.array_equal(matrices[k], metric.pairwise(hypotheses, hypotheses, threads=1))
 
 
+def test_an_aggregate_batch_holds_the_counts_of_a_bounded_number_of_hypotheses_at_once(monkeypatch):
+    """The native aggregate's per-order counts (up to 336 bytes a hypothesis) are kept until its call ends, for the
+    scores it cannot round: a batch is cut into calls of at most COUNTS_ROWS hypotheses (a set is never cut), so a
+    batch of millions of candidates does not hold all their counts at once; each set scores as alone."""
+    native_kernel_or_skip()
+    native = chrf_core.kernel.KERNELS["native"]
+    module, calls = native.module, []
+
+    class Spy:
+        def __getattr__(self, name):
+            return getattr(module, name)
+
+        def batch(self, aggregating, hypothesis_sets, *rest):
+            calls.append([len(hypotheses) for hypotheses in hypothesis_sets])
+            return module.batch(aggregating, hypothesis_sets, *rest)
+
+    monkeypatch.setattr(native, "module", Spy())
+    monkeypatch.setattr(chrf_core.kernel, "COUNTS_ROWS", 10)
+    sets = [candidates(size, seed=seed, source=seed % 3) for seed, size in enumerate([4, 7, 12, 3, 3, 5])]
+    scores = CHRF(word_order=2).aggregate_batch(sets, sets, threads=2)
+    assert calls == [[4], [7], [12], [3, 3], [5]]
+    for hypotheses, mine in zip(sets, scores):
+        assert numpy.array_equal(mine, CHRF(word_order=2).aggregate(hypotheses, hypotheses, threads=1))
+
+
 def test_batch_mistakes_are_named():
     metric = CHRF()
     with pytest.raises(InvalidInputError, match="reference_sets: must have as many sets as hypothesis_sets"):

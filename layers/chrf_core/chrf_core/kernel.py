@@ -29,6 +29,7 @@ ExactScore = Callable[[Sequence[Triple] | Sequence[list[int]]], Fraction]
 TOLERANCE_BITS = 80  # a native score within 2^-80 of a rounding midpoint is recomputed exactly
 WEIGHTED_TOLERANCE_BITS = 64  # weighted counts carry a relative error below 2^-70 (aggregate.c): a margin of 2^6
 SMALLEST_DOUBLE = 2.0**-1074  # a nonzero weight share below it goes to the native kernel as it (never as 0)
+COUNTS_ROWS = 1 << 16  # hypotheses of one native aggregate batch call: their counts (2-22 MB) are held until it ends
 
 
 class Kernel:
@@ -212,18 +213,29 @@ class NativeKernel(Kernel):
 
     def aggregate_batch(self, sets: Sequence[tuple[list[str], list[str]]], settings: Settings, exact: ExactScore,
                         threads: int) -> list[numpy.ndarray]:
-        """One call for all the sets, as :meth:`pairwise_batch`."""
+        """One call for as many sets as hold COUNTS_ROWS hypotheses together (their per-order counts, which the
+        undecided scores are computed from, are held until the call ends; at least one set a call)."""
         import numpy
 
-        outputs = [(numpy.empty(len(hypotheses)), numpy.empty((len(hypotheses), settings.orders, 3), dtype=numpy.int64))
-                   for hypotheses, _ in sets]
-        undecided = self.module.batch(True, [hypotheses for hypotheses, _ in sets],
-                                      [references for _, references in sets], *self._scoring(settings, TOLERANCE_BITS),
-                                      threads, outputs)
-        for (scores, counts), flagged in zip(outputs, undecided):
-            for index in flagged:
-                scores[index] = float(exact(counts[index].tolist()))
-        return [scores for scores, _ in outputs]
+        results: list[numpy.ndarray] = []
+        start = 0
+        while start < len(sets):
+            end, rows = start + 1, len(sets[start][0])
+            while end < len(sets) and rows + len(sets[end][0]) <= COUNTS_ROWS:
+                rows += len(sets[end][0])
+                end += 1
+            group = sets[start:end]
+            outputs = [(numpy.empty(len(hypotheses)), numpy.empty((len(hypotheses), settings.orders, 3),
+                                                                  dtype=numpy.int64)) for hypotheses, _ in group]
+            undecided = self.module.batch(True, [hypotheses for hypotheses, _ in group],
+                                          [references for _, references in group],
+                                          *self._scoring(settings, TOLERANCE_BITS), threads, outputs)
+            for (scores, counts), flagged in zip(outputs, undecided):
+                for index in flagged:
+                    scores[index] = float(exact(counts[index].tolist()))
+                results.append(scores)
+            start = end
+        return results
 
     def weighted_aggregate(self, hypotheses: Sequence[str], references: Sequence[str], settings: Settings,
                            exact: ExactScore, threads: int, weights: Sequence[int]) -> numpy.ndarray:
