@@ -125,7 +125,7 @@ int run_pool(int threads, const Schedule *schedule, void *shared, Pause pause, v
     pthread_t ids[MAX_THREADS];
     Seat seats[MAX_THREADS];
     int started = 0;
-    threads = threads_for(threads, (size_t)threads);
+    threads = threads_for(threads, MAX_THREADS);
     for (int w = 1; w < threads; w++) {
         seats[w] = (Seat){&pool, w};
         if (pthread_create(&ids[started], NULL, work, &seats[w]) != 0) break; /* fewer threads then */
@@ -195,15 +195,11 @@ struct Jobs {
 static int job_pause(void *context) {
     JobSeat *seat = context;
     Jobs *jobs = seat->jobs;
-    int stopping;
-    if (seat->worker == 0 && jobs->pause != NULL && jobs->pause(jobs->context)) {
-        pthread_mutex_lock(&jobs->lock);
-        jobs->stopping = 1;
-        pthread_mutex_unlock(&jobs->lock);
-        return 1;
-    }
+    const int caller = seat->worker == 0; /* the only one that sets stopping: it need not read it */
+    if (caller && (jobs->pause == NULL || !jobs->pause(jobs->context))) return 0;
     pthread_mutex_lock(&jobs->lock);
-    stopping = jobs->stopping;
+    if (caller) jobs->stopping = 1;
+    const int stopping = jobs->stopping;
     pthread_mutex_unlock(&jobs->lock);
     return stopping;
 }
