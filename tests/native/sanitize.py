@@ -101,20 +101,24 @@ for threads in (1, 2, 3):  # a larger corpus, with memory never written filled (
     metric.pairwise(long_texts[:50], long_texts[:50], threads=threads)
 single = [chr(0x4E00 + k) for k in range(3000)]  # more distinct one-character words than half the code points
 chrf_core.CHRF(word_order=2).aggregate(single[:1500], single[1500:], threads=2)
-chrf_core.kernel.NATIVE.pairwise([big, "ab"], [big[::-1]], 6, 2, False, 2, True, 1, 3, numpy.empty((2, 1)))
-chrf_core.kernel.NATIVE.aggregate([big, "ab"], [big[::-1], "b"], 6, 2, False, 2, True, 1, 3, numpy.empty(2),
-                                  numpy.empty((2, 8, 3), dtype=numpy.int64), None)
-chrf_core.kernel.NATIVE.aggregate([big, "ab"], [big[::-1], "b"], 6, 2, False, 2, True, 64, 3, numpy.empty(2),
-                                  numpy.empty((2, 8, 3), dtype=numpy.int64), numpy.array([[0.75, 0.0], [0.25, 0.0]]))
+native = chrf_core.kernel.NATIVE
+native.batch(False, [[big, "ab"]], [[big[::-1]]], 6, 2, False, 2, True, 1, 3, [numpy.empty((2, 1))])
+native.batch(True, [[big, "ab"]], [[big[::-1], "b"]], 6, 2, False, 2, True, 1, 3,
+             [(numpy.empty(2), numpy.empty((2, 8, 3), dtype=numpy.int64), None)])
+native.batch(True, [[big, "ab"]], [[big[::-1], "b"]], 6, 2, False, 2, True, 64, 3,
+             [(numpy.empty(2), numpy.empty((2, 8, 3), dtype=numpy.int64), numpy.array([[0.75, 0.0], [0.25, 0.0]]))])
 with contextlib.suppress(TypeError):
-    chrf_core.kernel.NATIVE.pairwise(["a"], ["a", 3], 2, 0, False, 2, 0, 80, 1, numpy.empty((1, 2)))
+    native.batch(False, [["a"]], [["a", 3]], 2, 0, False, 2, 0, 80, 1, [numpy.empty((1, 2))])
 with contextlib.suppress(ValueError):
-    chrf_core.kernel.NATIVE.pairwise(["a"], ["a", "b"], 2, 0, False, 2, 0, 80, 1, numpy.empty((1, 3)))
+    native.batch(False, [["a"]], [["a", "b"]], 2, 0, False, 2, 0, 80, 1, [numpy.empty((1, 3))])
 with contextlib.suppress(ValueError):
-    chrf_core.kernel.NATIVE.aggregate(["a"], ["a"], 2, 0, False, 2, 0, 80, 1, numpy.empty(1),
-                                      numpy.empty((1, 2, 2), dtype=numpy.int64), None)
+    native.batch(True, [["a"]], [["a"]], 2, 0, False, 2, 0, 80, 1,
+                 [(numpy.empty(1), numpy.empty((1, 2, 2), dtype=numpy.int64), None)])
 for bad_weights in (numpy.array([[0.5, 0.0]]), numpy.array([[float("nan"), 0.0], [1.0, 0.0]]), b"123"):
     with contextlib.suppress(ValueError, TypeError):
-        chrf_core.kernel.NATIVE.aggregate(["a"], ["a", "b"], 2, 0, False, 2, 0, 64, 1, numpy.empty(1),
-                                          numpy.empty((1, 2, 3), dtype=numpy.int64), bad_weights)
+        native.batch(True, [["a"]], [["a", "b"]], 2, 0, False, 2, 0, 64, 1,
+                     [(numpy.empty(1), numpy.empty((1, 2, 3), dtype=numpy.int64), bad_weights)])
+for bad_output in ([numpy.empty(1)], [(numpy.empty(1),)], [(numpy.empty(1), None, None)], [None]):
+    with contextlib.suppress(ValueError, TypeError):
+        native.batch(True, [["a"]], [["a"]], 2, 0, False, 2, 0, 64, 1, bad_output)
 print("sanitized run: no errors")

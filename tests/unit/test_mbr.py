@@ -223,6 +223,30 @@ def test_batch_mistakes_are_named():
         metric.aggregate_batch([["a"], ["b"]], [["a"], "ab"])
 
 
+def test_the_native_kernel_has_one_mbr_entry_point_and_reads_each_text_of_a_set_once():
+    """pairwise and aggregate, one set or many, weighted or not, are the one native call (batch); it copies each text
+    out in one read and names a text that is not a str."""
+    native_kernel_or_skip()
+    module = kernel_module.NATIVE
+    assert [name for name in ("pairwise", "aggregate", "batch") if hasattr(module, name)] == ["batch"]
+    reads = []
+
+    class Counted(list):  # the kernel reads items through the sequence protocol: this __getitem__
+        def __getitem__(self, index):
+            reads.append(index)
+            return list.__getitem__(self, index)
+
+    hypotheses, references = Counted(["a cat", "the dog", "a"]), Counted(["the cat", "dog"])
+    matrix = numpy.empty((3, 2))
+    assert module.batch(False, [hypotheses], [references], 6, 2, False, 2, False, 80, 1, [matrix]) == [[]]
+    assert sorted(reads) == [0, 0, 1, 1, 2]
+    assert matrix.tolist() == CHRF(word_order=2).pairwise(list(hypotheses), list(references)).tolist()
+    for texts, named in ((["a", 3], r"references\[1\] must be a str"), ([b"a"], r"references\[0\] must be a str")):
+        with pytest.raises(TypeError, match=named):
+            module.batch(True, [["a"]], [texts], 6, 0, False, 2, False, 80, 1,
+                         [(numpy.empty(1), numpy.empty((1, 6, 3), dtype=numpy.int64), None)])
+
+
 @pytest.mark.parametrize("threads", [None, 1, 2, 4])
 def test_empty_batches_are_empty_lists_whatever_the_threads(threads):
     assert CHRF().pairwise_batch([], [], threads=threads) == []

@@ -54,7 +54,7 @@ def test_pairwise_on_real_translations_equals_one_segment_contract_scores(kernel
 def test_a_native_score_too_close_to_a_rounding_midpoint_is_computed_exactly(monkeypatch):
     native_kernel_or_skip()
     texts = [text for pair in real_pairs() for text in pair][:12]
-    flagged = kernel_module.NATIVE.pairwise(texts, texts, 6, 2, False, 2, False, 1, 1, numpy.empty((12, 12)))
+    flagged, = kernel_module.NATIVE.batch(False, [texts], [texts], 6, 2, False, 2, False, 1, 1, [numpy.empty((12, 12))])
     assert len(flagged) > 100  # at a tolerance of half the value, nearly every score is handed back
     monkeypatch.setattr(kernel_module, "KERNEL", "native")
     monkeypatch.setattr(kernel_module, "TOLERANCE_BITS", 1)
@@ -84,13 +84,13 @@ def test_the_native_kernel_hands_back_exactly_the_scores_near_a_midpoint_so_its_
     hypotheses, references = texts[:32], texts[32:64]
     scoring = (chosen.get("char_order", 6), chosen.get("word_order", 0), False, chosen.get("beta", 2),
                chosen.get("averaging") == "per_order_f", 56, 2)
-    flagged = set(kernel_module.NATIVE.pairwise(hypotheses, references, *scoring, numpy.empty((32, 32))))
+    flagged = set(kernel_module.NATIVE.batch(False, [hypotheses], [references], *scoring, [numpy.empty((32, 32))])[0])
     near = {i * 32 + j for i, j in itertools.product(range(32), range(32))
             if near_a_midpoint(exact(hypotheses[i], references[j], chosen), 56)}
     assert flagged == near and 32 < len(near) < 1024 - 32
     orders = chosen.get("char_order", 6) + chosen.get("word_order", 0)
     scores, counts = numpy.empty(64), numpy.empty((64, orders, 3), dtype=numpy.int64)
-    flagged = set(kernel_module.NATIVE.aggregate(texts[:64], references, *scoring, scores, counts, None))
+    flagged = set(kernel_module.NATIVE.batch(True, [texts[:64]], [references], *scoring, [(scores, counts, None)])[0])
     exact_aggregate = naive_aggregate(texts[:64], references, **chosen)
     near = {i for i, value in enumerate(exact_aggregate) if near_a_midpoint(value, 56)}
     assert flagged == near and 0 < len(near) < 64

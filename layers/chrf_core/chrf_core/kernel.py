@@ -89,14 +89,14 @@ class Kernel:
         references' n-grams, matches."""
         raise NotImplementedError
 
-    def pairwise_batch(self, sets: Sequence[tuple[list[str], list[str]]], settings: Settings, exact: ExactScore,
-                       threads: int) -> list[numpy.ndarray]:
+    def pairwise_batch(self, sets: Sequence[tuple[Sequence[str], Sequence[str]]], settings: Settings,
+                       exact: ExactScore, threads: int) -> list[numpy.ndarray]:
         """:meth:`pairwise` of every (hypotheses, references) set, the sets spread over ``threads`` threads (a
         threaded kernel's; the others score them in turn)."""
         return [self.pairwise(hypotheses, references, settings, exact, threads) for hypotheses, references in sets]
 
-    def aggregate_batch(self, sets: Sequence[tuple[list[str], list[str]]], settings: Settings, exact: ExactScore,
-                        threads: int) -> list[numpy.ndarray]:
+    def aggregate_batch(self, sets: Sequence[tuple[Sequence[str], Sequence[str]]], settings: Settings,
+                        exact: ExactScore, threads: int) -> list[numpy.ndarray]:
         """:meth:`aggregate`'s scores of every set, spread as :meth:`pairwise_batch`."""
         return [self.aggregate(hypotheses, references, settings, exact, threads)[0] for hypotheses, references in sets]
 
@@ -162,47 +162,48 @@ class NativeKernel(Kernel):
         return (settings.char_order, settings.word_order, settings.include_whitespace, settings.beta,
                 settings.averaging == "per_order_f", tolerance_bits)
 
+    def _batch(self, aggregating: bool, sets: Sequence[tuple[Sequence[str], Sequence[str]]], settings: Settings,
+               threads: int, outputs: list[Any], tolerance_bits: int = TOLERANCE_BITS) -> list[list[int]]:
+        """The kernel's one MBR entry point: every set scored into its outputs (each set as alone); each set's
+        indices whose rounding it could not decide."""
+        undecided: list[list[int]] = self.module.batch(
+            aggregating, [hypotheses for hypotheses, _ in sets], [references for _, references in sets],
+            *self._scoring(settings, tolerance_bits), threads, outputs)
+        return undecided
+
     def _aggregate(self, hypotheses: Sequence[str], references: Sequence[str], settings: Settings, threads: int,
                    weights: numpy.ndarray | None,
                    tolerance_bits: int) -> tuple[numpy.ndarray, numpy.ndarray, list[int]]:
         """The native aggregate: scores, counts (not filled with weights) and the indices it could not round."""
+        outputs = [self._aggregate_outputs(len(hypotheses), settings, weights)]
+        undecided = self._batch(True, [(hypotheses, references)], settings, threads, outputs, tolerance_bits)
+        return outputs[0][0], outputs[0][1], undecided[0]
+
+    @staticmethod
+    def _aggregate_outputs(rows: int, settings: Settings,
+                           weights: numpy.ndarray | None = None) -> tuple[numpy.ndarray, numpy.ndarray, Any]:
         import numpy
 
-        scores = numpy.empty(len(hypotheses))
-        counts = numpy.empty((len(hypotheses), settings.orders, 3), dtype=numpy.int64)
-        undecided = self.module.aggregate(hypotheses, references,
-                                          *self._scoring(settings, tolerance_bits), threads, scores, counts, weights)
-        return scores, counts, undecided
+        return numpy.empty(rows), numpy.empty((rows, settings.orders, 3), dtype=numpy.int64), weights
 
     def pairwise(self, hypotheses: Sequence[str], references: Sequence[str], settings: Settings, exact: ExactScore,
                  threads: int) -> numpy.ndarray:
-        import numpy
+        return self.pairwise_batch([(hypotheses, references)], settings, exact, threads)[0]
 
-        matrix = numpy.empty((len(hypotheses), len(references)))
-        undecided = self.module.pairwise(hypotheses, references,
-                                         *self._scoring(settings, TOLERANCE_BITS), threads, matrix)
-        return self._decided(matrix, undecided, hypotheses, references, settings, exact)
-
-    def _decided(self, matrix: numpy.ndarray, undecided: list[int], hypotheses: Sequence[str],
-                 references: Sequence[str], settings: Settings, exact: ExactScore) -> numpy.ndarray:
-        """The pairwise matrix with the scores the kernel could not round computed exactly."""
-        flat = matrix.reshape(-1)
-        for index in undecided:
-            row, column = divmod(index, len(references))
-            flat[index] = float(exact(self.count([hypotheses[row]], [references[column]], settings)))
-        return matrix
-
-    def pairwise_batch(self, sets: Sequence[tuple[list[str], list[str]]], settings: Settings, exact: ExactScore,
-                       threads: int) -> list[numpy.ndarray]:
-        """One call for all the sets: the kernel spreads them over its pool (no GIL taken between sets)."""
+    def pairwise_batch(self, sets: Sequence[tuple[Sequence[str], Sequence[str]]], settings: Settings,
+                       exact: ExactScore, threads: int) -> list[numpy.ndarray]:
+        """One call for all the sets: the kernel spreads them over its pool (no GIL taken between sets); the scores
+        it could not round computed exactly."""
         import numpy
 
         matrices = [numpy.empty((len(hypotheses), len(references))) for hypotheses, references in sets]
-        undecided = self.module.batch(False, [hypotheses for hypotheses, _ in sets],
-                                      [references for _, references in sets], *self._scoring(settings, TOLERANCE_BITS),
-                                      threads, matrices)
-        return [self._decided(matrix, flagged, hypotheses, references, settings, exact)
-                for matrix, flagged, (hypotheses, references) in zip(matrices, undecided, sets)]
+        for matrix, undecided, (hypotheses, references) in zip(matrices, self._batch(False, sets, settings, threads,
+                                                                                      matrices), sets):
+            flat = matrix.reshape(-1)
+            for index in undecided:
+                row, column = divmod(index, len(references))
+                flat[index] = float(exact(self.count([hypotheses[row]], [references[column]], settings)))
+        return matrices
 
     def aggregate(self, hypotheses: Sequence[str], references: Sequence[str], settings: Settings, exact: ExactScore,
                   threads: int) -> tuple[numpy.ndarray, numpy.ndarray]:
@@ -211,12 +212,10 @@ class NativeKernel(Kernel):
             scores[index] = float(exact(counts[index].tolist()))
         return scores, counts
 
-    def aggregate_batch(self, sets: Sequence[tuple[list[str], list[str]]], settings: Settings, exact: ExactScore,
-                        threads: int) -> list[numpy.ndarray]:
+    def aggregate_batch(self, sets: Sequence[tuple[Sequence[str], Sequence[str]]], settings: Settings,
+                        exact: ExactScore, threads: int) -> list[numpy.ndarray]:
         """One call for as many sets as hold COUNTS_ROWS hypotheses together (their per-order counts, which the
         undecided scores are computed from, are held until the call ends; at least one set a call)."""
-        import numpy
-
         results: list[numpy.ndarray] = []
         start = 0
         while start < len(sets):
@@ -225,12 +224,8 @@ class NativeKernel(Kernel):
                 rows += len(sets[end][0])
                 end += 1
             group = sets[start:end]
-            outputs = [(numpy.empty(len(hypotheses)), numpy.empty((len(hypotheses), settings.orders, 3),
-                                                                  dtype=numpy.int64)) for hypotheses, _ in group]
-            undecided = self.module.batch(True, [hypotheses for hypotheses, _ in group],
-                                          [references for _, references in group],
-                                          *self._scoring(settings, TOLERANCE_BITS), threads, outputs)
-            for (scores, counts), flagged in zip(outputs, undecided):
+            outputs = [self._aggregate_outputs(len(hypotheses), settings) for hypotheses, _ in group]
+            for (scores, counts, _), flagged in zip(outputs, self._batch(True, group, settings, threads, outputs)):
                 for index in flagged:
                     scores[index] = float(exact(counts[index].tolist()))
                 results.append(scores)

@@ -20,7 +20,7 @@
  *  12. pairwise.c    every hypothesis against every reference, through the references' postings
  *  13. aggregate.c   every hypothesis against the references' summed (or weighted) counts
  *  14. module.h      the CPython glue's shared part (Limited API 3.11: one _kernel.abi3.so for Python 3.11 on)
- *  15. module_mbr.c  the MBR entry points: texts copied out once, the work done without the GIL
+ *  15. module_mbr.c  the MBR entry point: texts copied out once, the work done without the GIL
  *  16. module.c      the module: counting's entry points, and its method table
  *
  * (tests/unit/test_kernel_files.py holds the files to this order.)

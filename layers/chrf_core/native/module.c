@@ -266,8 +266,6 @@ static PyObject *set_seed(PyObject *module, PyObject *seed) {
 static PyMethodDef methods[] = {
     {"count", count, METH_VARARGS, count_doc},
     {"count_systems", count_systems_of, METH_VARARGS, count_systems_doc},
-    {"pairwise", pairwise, METH_VARARGS, pairwise_doc},
-    {"aggregate", aggregate, METH_VARARGS, aggregate_doc},
     {"batch", batch, METH_VARARGS, batch_doc},
     {"set_seed", set_seed, METH_O, set_seed_doc},
     {NULL, NULL, 0, NULL},

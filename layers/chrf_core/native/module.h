@@ -1,6 +1,6 @@
 /*
  * What the two files of the CPython module chrf_core._kernel share: module.c (counting, the module) and
- * module_mbr.c (the minimum Bayes risk entry points, pairwise and aggregate).
+ * module_mbr.c (the minimum Bayes risk entry point, batch: pairwise or aggregate).
  */
 #ifndef CHRF_MODULE_H
 #define CHRF_MODULE_H
@@ -18,9 +18,7 @@ static inline int signalled(void *context) {
     return PyErr_CheckSignals() < 0;
 }
 
-extern const char pairwise_doc[], aggregate_doc[], batch_doc[];
-PyObject *pairwise(PyObject *module, PyObject *args);
-PyObject *aggregate(PyObject *module, PyObject *args);
+extern const char batch_doc[];
 PyObject *batch(PyObject *module, PyObject *args);
 
 #endif

@@ -1,6 +1,7 @@
 /*
- * The minimum Bayes risk entry points of chrf_core._kernel (pairwise, aggregate): every text's code points copied
- * out once, the work done by pairwise.c and aggregate.c without the GIL, the undecided indices handed back.
+ * The minimum Bayes risk entry point of chrf_core._kernel (batch: sets of texts, pairwise or aggregate): every
+ * text's code points copied out once, the work done by pairwise.c and aggregate.c without the GIL on the kernel's
+ * pool, the undecided indices handed back.
  */
 #include "module.h"
 
@@ -9,50 +10,39 @@
 
 #include "mbr.h"
 
-/* Every text's code points, one after another (hypotheses, then references). -1 with an exception set. */
+/* Every text's code points, one after another (hypotheses, then references), each text read once. -1 with an
+   exception set. */
 static int load_texts(PyObject *sides[2], Py_ssize_t counts[2], uint32_t **points, size_t **start) {
     const size_t texts = (size_t)counts[0] + (size_t)counts[1];
-    *start = calloc(texts + 1, sizeof(size_t));
-    if (*start == NULL) return PyErr_NoMemory(), -1;
-    size_t total = 0, next_pause = POLL_MASK + 1;
+    size_t room = 0, next_pause = POLL_MASK + 1;
+    if ((*start = calloc(texts + 1, sizeof(size_t))) == NULL) return PyErr_NoMemory(), -1;
     for (size_t t = 0; t < texts; t++) {
         if (pause_now(t + (*start)[t], &next_pause, signalled, NULL)) return -1; /* texts and code points read */
-        int side = t >= (size_t)counts[0];
-        Py_ssize_t index = side ? (Py_ssize_t)t - counts[0] : (Py_ssize_t)t;
+        const int side = t >= (size_t)counts[0];
+        const Py_ssize_t index = side ? (Py_ssize_t)t - counts[0] : (Py_ssize_t)t;
         PyObject *text = PySequence_GetItem(sides[side], index);
         if (text == NULL) return -1;
         Py_ssize_t length = PyUnicode_Check(text) ? PyUnicode_GetLength(text) : -1;
-        Py_DECREF(text);
-        if (length < 0) {
-            if (!PyErr_Occurred())
+        const size_t at = (*start)[t], end = at + (size_t)length;
+        if (length >= 0 && end <= MAX_LENGTH && end > room) { /* room doubles: each code point copied O(1) times */
+            room = end > 2 * room ? end : 2 * room;
+            uint32_t *grown = realloc(*points, room * sizeof(uint32_t));
+            if (grown == NULL) length = -1, PyErr_NoMemory();
+            else *points = grown;
+        }
+        if (length < 0 || end > MAX_LENGTH ||
+            (length > 0 && PyUnicode_AsUCS4(text, (Py_UCS4 *)*points + at, length, 0) == NULL)) {
+            Py_DECREF(text);
+            if (PyErr_Occurred()) return -1;
+            if (length < 0)
                 PyErr_Format(PyExc_TypeError, "%s[%zd] must be a str", side ? "references" : "hypotheses", index);
+            else PyErr_SetString(PyExc_ValueError, "the texts are too long together for the native kernel");
             return -1;
         }
-        total += (size_t)length;
-        if (total > MAX_LENGTH) {
-            PyErr_SetString(PyExc_ValueError, "the texts are too long together for the native kernel");
-            return -1;
-        }
-        (*start)[t + 1] = total;
-    }
-    *points = malloc((total ? total : 1) * sizeof(uint32_t));
-    if (*points == NULL) return PyErr_NoMemory(), -1;
-    next_pause = POLL_MASK + 1;
-    for (size_t t = 0; t < texts; t++) {
-        if (pause_now(t + (*start)[t], &next_pause, signalled, NULL)) return -1; /* texts and code points read */
-        int side = t >= (size_t)counts[0];
-        PyObject *text = PySequence_GetItem(sides[side], side ? (Py_ssize_t)t - counts[0] : (Py_ssize_t)t);
-        if (text == NULL) return -1;
-        size_t length = (*start)[t + 1] - (*start)[t];
-        int failed = !PyUnicode_Check(text) || (Py_ssize_t)length != PyUnicode_GetLength(text) ||
-                     (length &&
-                      PyUnicode_AsUCS4(text, (Py_UCS4 *)*points + (*start)[t], (Py_ssize_t)length, 0) == NULL);
         Py_DECREF(text);
-        if (failed) {
-            if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "a text changed while being read");
-            return -1;
-        }
+        (*start)[t + 1] = end;
     }
+    if (*points == NULL && (*points = malloc(sizeof(uint32_t))) == NULL) return PyErr_NoMemory(), -1;
     return 0;
 }
 
@@ -71,7 +61,7 @@ static int pause_for_signals(void *context) {
     return stop;
 }
 
-/* The arguments both MBR functions share: the texts, the settings, the threads and the output buffer(s). */
+/* One set of a batch: its texts, the settings, its threads and its output buffer(s). */
 typedef struct {
     PyObject *sides[2];
     Py_ssize_t counts[2];
@@ -148,177 +138,101 @@ static void drop_call(Loaded *loaded) {
     *loaded = (Loaded){NULL, NULL, {NULL, NULL, 0, 0, 0}, {NULL, 0, 0}};
 }
 
-/* The work of one call (pairwise_scores or aggregate_scores), asking `pause` now and then: 0, 1 or -1 as they. */
-typedef int (*Score)(const Texts *texts, const MbrCall *call, Flagged *flagged, Pause pause, void *context);
-
-/* After work without the GIL: the flagged indices, or NULL with the exception (out of memory, or the pause's). */
-static PyObject *flagged_or_error(int status, const Flagged *flagged) {
-    if (status == 0) return flagged_list(flagged);
-    if (status < 0) PyErr_NoMemory(); /* else the signal handler's exception is set */
-    return NULL;
-}
-
-/* Load the texts, run `score` without the GIL (Ctrl-C looked for between chunks of rows), and return the indices it
-   flagged; NULL with an exception set. */
-static PyObject *scored(MbrCall *call, Score score) {
-    PyObject *result = NULL;
-    Loaded loaded = {NULL, NULL, {NULL, NULL, 0, 0, 0}, {NULL, 0, 0}};
-    if (load_call(call, &loaded) == 0) {
-        Released released = {NULL};
-        released.state = PyEval_SaveThread();
-        const int status = score(&loaded.texts, call, &loaded.flagged, pause_for_signals, &released);
-        PyEval_RestoreThread(released.state);
-        result = flagged_or_error(status, &loaded.flagged);
-    }
-    drop_call(&loaded);
-    return result;
-}
-
-static int run_pairwise(const Texts *texts, const MbrCall *call, Flagged *flagged, Pause pause, void *context) {
-    return pairwise_scores(texts, &call->scoring, call->threads, call->scores, flagged, pause, context);
-}
-
-static int run_aggregate(const Texts *texts, const MbrCall *call, Flagged *flagged, Pause pause, void *context) {
-    return aggregate_scores(texts, &call->scoring, call->weights, call->threads, call->scores, call->counts_out,
-                            flagged, pause, context);
-}
-
-const char pairwise_doc[] =
-    "pairwise(hypotheses, references, char_order, word_order, include_whitespace, beta, per_order_f,\n"
-    "         tolerance_bits, threads, out)\n--\n\n"
-    "Every hypothesis against every reference into out, a writable C-contiguous buffer of\n"
-    "len(hypotheses) x len(references) native doubles (row-major), each the score rounded to the nearest\n"
-    "double. Returns the list of the flat indices whose rounding could not be decided within\n"
-    "2^-tolerance_bits of the value, to be computed exactly. Texts must already be lowercased if the\n"
-    "settings ask for it. Runs on `threads` threads without the GIL; Ctrl-C stops it within a chunk of rows.";
-
-/* pairwise's output: `out`, a matrix of doubles, held in view[0] (-1 with an exception set). */
-static int pairwise_output(MbrCall *call, PyObject *out, Py_buffer view[2]) {
-    const size_t rows = (size_t)call->counts[0], columns = (size_t)call->counts[1];
-    if (columns && rows > ((size_t)PY_SSIZE_T_MAX / sizeof(double)) / columns) {
-        PyErr_SetString(PyExc_ValueError, "too many texts");
-        return -1;
-    }
-    if (output(out, &view[0], rows * columns * sizeof(double), "out") < 0) return -1;
-    call->scores = (double *)view[0].buf;
-    return 0;
-}
-
-PyObject *pairwise(PyObject *module, PyObject *args) {
-    (void)module;
-    MbrCall call;
-    PyObject *out;
-    int char_order, word_order, keep_whitespace, beta, per_order_f, tolerance_bits;
-    if (!PyArg_ParseTuple(args, "OOiipipiiO:pairwise", &call.sides[0], &call.sides[1], &char_order, &word_order,
-                          &keep_whitespace, &beta, &per_order_f, &tolerance_bits, &call.threads, &out) ||
-        mbr_settings(&call, char_order, word_order, keep_whitespace, beta, per_order_f, tolerance_bits) < 0)
-        return NULL;
-    Py_buffer view[2];
-    if (pairwise_output(&call, out, view) < 0) return NULL;
-    PyObject *result = scored(&call, run_pairwise);
-    PyBuffer_Release(&view[0]);
-    return result;
-}
-
-/* aggregate's outputs: scores (a double per hypothesis) and counts (orders x 3 int64s per hypothesis), held in
-   view[0] and view[1], no weights (-1 with an exception set). */
-static int aggregate_output(MbrCall *call, PyObject *scores_out, PyObject *counts_out, Py_buffer view[2]) {
-    const size_t rows = (size_t)call->counts[0];
-    const size_t orders = (size_t)(call->scoring.char_order + call->scoring.word_order);
-    if (call->counts[1] == 0) {
-        PyErr_SetString(PyExc_ValueError, "at least one reference");
-        return -1;
-    }
-    if (output(scores_out, &view[0], rows * sizeof(double), "scores") < 0) return -1;
-    if (output(counts_out, &view[1], rows * orders * 3 * sizeof(int64_t), "counts") < 0) {
-        PyBuffer_Release(&view[0]);
-        return -1;
-    }
-    call->scores = (double *)view[0].buf;
-    call->counts_out = (int64_t *)view[1].buf;
-    call->weights = NULL;
-    return 0;
-}
-
-const char aggregate_doc[] =
-    "aggregate(hypotheses, references, char_order, word_order, include_whitespace, beta, per_order_f,\n"
-    "          tolerance_bits, threads, scores, counts, weights)\n--\n\n"
-    "Each hypothesis against the references' summed n-gram counts into scores (len(hypotheses) native\n"
-    "doubles) and counts (len(hypotheses) x orders x 3 native int64s: R x hypothesis n-grams, the\n"
-    "references' n-grams, matches). weights: None, or one weight per reference as double-double\n"
-    "(hi, lo) pairs of native doubles, positive or 0; then the counts are weighted and only the scores\n"
-    "are filled. Returns the indices whose rounding could not be decided, as pairwise.";
-
-PyObject *aggregate(PyObject *module, PyObject *args) {
-    (void)module;
-    MbrCall call;
-    PyObject *scores_out, *counts_out, *weights_in;
-    int char_order, word_order, keep_whitespace, beta, per_order_f, tolerance_bits;
-    if (!PyArg_ParseTuple(args, "OOiipipiiOOO:aggregate", &call.sides[0], &call.sides[1], &char_order, &word_order,
-                          &keep_whitespace, &beta, &per_order_f, &tolerance_bits, &call.threads, &scores_out,
-                          &counts_out, &weights_in) ||
-        mbr_settings(&call, char_order, word_order, keep_whitespace, beta, per_order_f, tolerance_bits) < 0)
-        return NULL;
-    Py_buffer view[2];
-    if (aggregate_output(&call, scores_out, counts_out, view) < 0) return NULL;
-    Py_buffer weights = {0};
-    if (weights_in != Py_None) {
-        if (PyObject_GetBuffer(weights_in, &weights, PyBUF_SIMPLE) < 0) goto released;
-        if ((size_t)weights.len != (size_t)call.counts[1] * sizeof(Double2)) {
-            PyErr_SetString(PyExc_ValueError, "weights: one (hi, lo) pair of doubles per reference");
-            goto released;
-        }
-        call.weights = (const Double2 *)weights.buf;
-        for (Py_ssize_t j = 0; j < call.counts[1]; j++) {
-            if (!(call.weights[j].hi >= 0 && call.weights[j].hi <= 1.0)) { /* normalized: NaN fails too */
-                PyErr_SetString(PyExc_ValueError, "weights: each from 0 to 1");
-                goto released;
-            }
-        }
-    }
-    PyObject *result = scored(&call, run_aggregate);
-    PyBuffer_Release(&view[0]);
-    PyBuffer_Release(&view[1]);
-    if (weights.obj != NULL) PyBuffer_Release(&weights);
-    return result;
-released:
-    PyBuffer_Release(&view[0]);
-    PyBuffer_Release(&view[1]);
-    if (weights.obj != NULL) PyBuffer_Release(&weights);
-    return NULL;
-}
-
-/* ---- batches: many sets in one call, each set a call of its own, the sets spread over the pool ---- */
+/* ---- one entry point: many sets in one call, each set scored as alone, the sets spread over the pool ---- */
 
 #define BATCH_POINTS ((size_t)1 << 20) /* code points copied out at a time (4 MB): a batch is loaded in blocks */
 
-/* The sets of one block: their calls and texts, scored by `score`, each whole on one thread. */
+/* The sets of one block: their calls and texts, each whole on one thread. */
 typedef struct {
     MbrCall *calls;
     Loaded *loaded;
-    Score score;
+    int aggregating;
 } Block;
 
 static int run_set(void *shared, size_t job, Pause pause, void *context) {
-    Block *block = shared;
-    return block->score(&block->loaded[job].texts, &block->calls[job], &block->loaded[job].flagged, pause, context);
+    const Block *block = shared;
+    const MbrCall *call = &block->calls[job];
+    Loaded *loaded = &block->loaded[job];
+    if (block->aggregating)
+        return aggregate_scores(&loaded->texts, &call->scoring, call->weights, call->threads, call->scores,
+                                call->counts_out, &loaded->flagged, pause, context);
+    return pairwise_scores(&loaded->texts, &call->scoring, call->threads, call->scores, &loaded->flagged, pause,
+                           context);
 }
 
 /* Score the sets [begin, end) (loaded) on `threads` threads without the GIL, the threads left over shared among
-   the sets' own rows. 0; 1 when stopped (the exception set); -1 when out of memory. */
-static int score_block(MbrCall *calls, Loaded *loaded, size_t begin, size_t end, int threads, Score score) {
+   the sets' own rows. 0; 1 when stopped (the exception set); -1 when out of memory (set here). */
+static int score_block(MbrCall *calls, Loaded *loaded, size_t begin, size_t end, int threads, int aggregating) {
     const int inner = (size_t)threads >= 2 * (end - begin) ? threads / (int)(end - begin) : 1;
     for (size_t k = begin; k < end; k++) calls[k].threads = inner;
-    Block block = {calls + begin, loaded + begin, score};
+    Block block = {calls + begin, loaded + begin, aggregating};
     Released released = {NULL};
     released.state = PyEval_SaveThread();
     const int status = parallel_jobs(end - begin, threads, run_set, &block, pause_for_signals, &released);
     PyEval_RestoreThread(released.state);
+    if (status < 0) PyErr_NoMemory(); /* else, when stopped, the signal handler's exception is set */
     return status;
 }
 
-/* Each set's texts and output(s), checked as the single call checks them, then the sets loaded and scored a block
-   at a time; the list of each set's flagged indices. */
+/* A set's output(s) held in view[0..2]: pairwise, `out` a matrix of doubles; aggregating, `out` a (scores, counts,
+   weights) triple: a double per hypothesis, orders x 3 int64s per hypothesis, None or a (hi, lo) pair of doubles
+   per reference, each from 0 to 1. -1 with an exception set, nothing held. */
+static int set_output(MbrCall *call, PyObject *out, int aggregating, Py_buffer view[3]) {
+    const size_t rows = (size_t)call->counts[0], columns = (size_t)call->counts[1];
+    const size_t orders = (size_t)(call->scoring.char_order + call->scoring.word_order);
+    PyObject *item[3] = {out, NULL, NULL};
+    int status = -1, held = 0;
+    call->weights = NULL;
+    if (!aggregating) {
+        if (columns && rows > ((size_t)PY_SSIZE_T_MAX / sizeof(double)) / columns) {
+            PyErr_SetString(PyExc_ValueError, "too many texts");
+            return -1;
+        }
+        if (output(out, &view[0], rows * columns * sizeof(double), "out") < 0) return -1;
+        call->scores = (double *)view[0].buf;
+        return 0;
+    }
+    if (columns == 0) {
+        PyErr_SetString(PyExc_ValueError, "at least one reference");
+        return -1;
+    }
+    if (PySequence_Size(out) != 3) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "an aggregate output: (scores, counts, weights)");
+        return -1;
+    }
+    for (int k = 0; k < 3; k++)
+        if ((item[k] = PySequence_GetItem(out, k)) == NULL) goto done;
+    if (output(item[0], &view[0], rows * sizeof(double), "scores") < 0) goto done;
+    held = 1;
+    if (output(item[1], &view[1], rows * orders * 3 * sizeof(int64_t), "counts") < 0) goto done;
+    held = 2;
+    if (item[2] != Py_None) {
+        if (PyObject_GetBuffer(item[2], &view[2], PyBUF_SIMPLE) < 0) goto done;
+        held = 3;
+        call->weights = (const Double2 *)view[2].buf;
+        if ((size_t)view[2].len != columns * sizeof(Double2)) {
+            PyErr_SetString(PyExc_ValueError, "weights: one (hi, lo) pair of doubles per reference");
+            goto done;
+        }
+        for (size_t j = 0; j < columns; j++) {
+            if (!(call->weights[j].hi >= 0 && call->weights[j].hi <= 1.0)) { /* normalized: NaN fails too */
+                PyErr_SetString(PyExc_ValueError, "weights: each from 0 to 1");
+                goto done;
+            }
+        }
+    }
+    call->scores = (double *)view[0].buf;
+    call->counts_out = (int64_t *)view[1].buf;
+    status = 0;
+done:
+    for (int k = 0; status < 0 && k < held; k++) PyBuffer_Release(&view[k]);
+    if (status < 0) call->weights = NULL;
+    for (int k = 1; k < 3; k++) Py_XDECREF(item[k]);
+    return status;
+}
+
+/* Each set's texts and output(s) checked, then the sets loaded and scored a block at a time; the list of each
+   set's flagged indices. */
 PyObject *batch(PyObject *module, PyObject *args) {
     (void)module;
     PyObject *hypothesis_sets, *reference_sets, *outs, *result = NULL;
@@ -335,8 +249,8 @@ PyObject *batch(PyObject *module, PyObject *args) {
     const size_t count = (size_t)sets;
     MbrCall *calls = calloc(count + 1, sizeof(MbrCall));
     Loaded *loaded = calloc(count + 1, sizeof(Loaded));
-    Py_buffer *views = calloc(2 * count + 1, sizeof(Py_buffer));
-    PyObject **held = calloc(4 * count + 1, sizeof(PyObject *)); /* each set's texts and output(s) */
+    Py_buffer *views = calloc(3 * count + 1, sizeof(Py_buffer));
+    PyObject **held = calloc(2 * count + 1, sizeof(PyObject *)); /* each set's texts */
     size_t ready = 0;                                              /* sets whose outputs are held */
     if (calls == NULL || loaded == NULL || views == NULL || held == NULL) {
         PyErr_NoMemory();
@@ -344,26 +258,17 @@ PyObject *batch(PyObject *module, PyObject *args) {
     }
     for (; ready < count; ready++) {
         MbrCall *call = &calls[ready];
-        PyObject **own = held + 4 * ready;
+        PyObject **own = held + 2 * ready, *out;
         if ((own[0] = PySequence_GetItem(hypothesis_sets, (Py_ssize_t)ready)) == NULL ||
-            (own[1] = PySequence_GetItem(reference_sets, (Py_ssize_t)ready)) == NULL ||
-            (own[2] = PySequence_GetItem(outs, (Py_ssize_t)ready)) == NULL)
+            (own[1] = PySequence_GetItem(reference_sets, (Py_ssize_t)ready)) == NULL)
             goto done;
-        call->sides[0] = own[0];
-        call->sides[1] = own[1];
-        call->threads = threads;
-        if (mbr_settings(call, char_order, word_order, keep_whitespace, beta, per_order_f, tolerance_bits) < 0)
+        *call = (MbrCall){{own[0], own[1]}, {0, 0}, {0}, threads, NULL, NULL, NULL};
+        if (mbr_settings(call, char_order, word_order, keep_whitespace, beta, per_order_f, tolerance_bits) < 0 ||
+            (out = PySequence_GetItem(outs, (Py_ssize_t)ready)) == NULL)
             goto done;
-        if (aggregating) {
-            if ((own[3] = PySequence_GetItem(own[2], 0)) == NULL) goto done;
-            PyObject *counts_out = PySequence_GetItem(own[2], 1);
-            if (counts_out == NULL) goto done;
-            const int failed = aggregate_output(call, own[3], counts_out, views + 2 * ready);
-            Py_DECREF(counts_out);
-            if (failed < 0) goto done;
-        } else if (pairwise_output(call, own[2], views + 2 * ready) < 0) {
-            goto done;
-        }
+        const int failed = set_output(call, out, aggregating, views + 3 * ready);
+        Py_DECREF(out);
+        if (failed < 0) goto done;
     }
     if ((result = PyList_New(sets)) == NULL) goto done;
     for (size_t begin = 0, end = 0; begin < count; begin = end) {
@@ -372,11 +277,7 @@ PyObject *batch(PyObject *module, PyObject *args) {
             points += loaded[end].texts.start[loaded[end].texts.rows + (loaded[end].texts.same ? 0
                                                                              : loaded[end].texts.columns)];
         }
-        const int status = score_block(calls, loaded, begin, end, threads, aggregating ? run_aggregate : run_pairwise);
-        if (status != 0) {
-            flagged_or_error(status, NULL);
-            goto failed;
-        }
+        if (score_block(calls, loaded, begin, end, threads, aggregating) != 0) goto failed;
         for (size_t k = begin; k < end; k++) {
             PyObject *flagged = flagged_list(&loaded[k].flagged);
             if (flagged == NULL) goto failed;
@@ -389,11 +290,9 @@ failed:
     Py_CLEAR(result);
 done:
     for (size_t k = 0; loaded != NULL && k < count; k++) drop_call(&loaded[k]);
-    for (size_t k = 0; views != NULL && k < ready; k++) {
-        PyBuffer_Release(&views[2 * k]);
-        if (aggregating) PyBuffer_Release(&views[2 * k + 1]);
-    }
-    for (size_t k = 0; held != NULL && k < 4 * count; k++) Py_XDECREF(held[k]);
+    for (size_t k = 0; views != NULL && k < 3 * ready; k++)
+        if (views[k].obj != NULL) PyBuffer_Release(&views[k]);
+    for (size_t k = 0; held != NULL && k < 2 * count; k++) Py_XDECREF(held[k]);
     free(calls);
     free(loaded);
     free(views);
@@ -404,7 +303,14 @@ done:
 const char batch_doc[] =
     "batch(aggregating, hypothesis_sets, reference_sets, char_order, word_order, include_whitespace, beta,\n"
     "      per_order_f, tolerance_bits, threads, outs)\n--\n\n"
-    "pairwise for every set (outs: one output matrix per set), or with aggregating, aggregate unweighted (outs:\n"
-    "one (scores, counts) pair per set); the sets spread over `threads` threads of the kernel's pool without the\n"
-    "GIL, a block of sets at a time. Returns each set's flagged indices. Ctrl-C stops every set in flight within\n"
-    "a chunk of rows.";
+    "Minimum Bayes risk scores of every (hypotheses, references) set, each scored as alone. Pairwise: each\n"
+    "out a writable C-contiguous buffer of len(hypotheses) x len(references) native doubles (row-major), every\n"
+    "hypothesis against every reference. Aggregating: each out a (scores, counts, weights) triple, each\n"
+    "hypothesis against the references' summed n-gram counts: scores, len(hypotheses) native doubles; counts,\n"
+    "len(hypotheses) x orders x 3 native int64s (R x hypothesis n-grams, the references' n-grams, matches);\n"
+    "weights None, or one weight per reference as a double-double (hi, lo) pair of native doubles from 0 to 1,\n"
+    "then the counts are weighted and only the scores filled. Each score is rounded to the nearest double;\n"
+    "returns each set's list of the (flat) indices whose rounding could not be decided within 2^-tolerance_bits\n"
+    "of the value, to be computed exactly. Texts come as counted (lowercased if the settings ask). The sets\n"
+    "spread over `threads` threads of the kernel's pool without the GIL, a block of sets at a time; Ctrl-C stops\n"
+    "every set in flight within a chunk of rows.";
