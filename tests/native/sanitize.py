@@ -19,7 +19,17 @@ import payloads  # noqa: E402
 from naive_chrf import naive_counts  # noqa: E402
 
 assert chrf_core.KERNEL == "native", chrf_core.kernel.KERNEL_ERROR
-native = chrf_core.kernel.KERNELS["native"].raw_count
+raw_count = chrf_core.kernel.KERNELS["native"].raw_count  # count(systems, references, ...): one system or several
+
+
+def native(hypotheses, references, *counting):
+    return raw_count([hypotheses], references, *counting)
+
+
+def systems(hypothesis_sets, references, *counting):
+    return raw_count(hypothesis_sets, references, *counting, True)
+
+
 rng = random.Random(5)
 alphabet = [*"ab c.,(", "é", "😀", "中", "\u3000", "\u2028", "\U0010ffff", "\x00"]
 for _ in range(4000):
@@ -44,7 +54,6 @@ native([many[::3]], [many], 6, 0, False, False)
 native([" ".join(f"w{k}" for k in range(600_000))], ["w1 w2"], 0, 3, False, False)
 with contextlib.suppress(TypeError):
     native(["a", 3], ["a", "b"], 2, 0, False, False)
-systems = chrf_core.kernel.KERNELS["native"].raw_systems
 for _ in range(2000):  # several systems against one reference: each system's rows as count gives them
     size = rng.randint(1, 4)
     references = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40))) for _ in range(size)]

@@ -29,7 +29,7 @@ def run(kernel, hypotheses, references, char_order, word_order, include_whitespa
     if lowercase:
         hypotheses, references = [t.lower() for t in hypotheses], [t.lower() for t in references]
     count = chrf_core.kernel.KERNELS[kernel].raw_count
-    result = count(hypotheses, references, char_order, word_order, include_whitespace, False)
+    result = count([hypotheses], references, char_order, word_order, include_whitespace, False)
     return [list(triple) for triple in result]
 
 
@@ -93,16 +93,33 @@ def test_per_segment_rows_sum_to_the_corpus_counts_in_every_kernel():
     hypotheses, references = near_limit("real", segments=40)
     for kernel in kernels():
         raw_count = chrf_core.kernel.KERNELS[kernel].raw_count
-        rows = memoryview(raw_count(hypotheses, references, 6, 2, False, True)).cast("q")
+        rows = memoryview(raw_count([hypotheses], references, 6, 2, False, True)).cast("q")
         assert len(rows) == 40 * 8 * 3
         totals = [sum(rows[k::24]) for k in range(24)]
         assert [totals[k : k + 3] for k in range(0, 24, 3)] == run(kernel, hypotheses, references, 6, 2)
 
 
+def test_each_kernel_counts_one_system_or_several_through_its_one_entry_point():
+    """count(systems, references, ...): one system is counted pair by pair, several against their reference once;
+    the rows are the same either way, and the sums are over segments and systems."""
+    hypotheses, references = near_limit("real", segments=12)
+    sets = [hypotheses, references[::-1], [text[: len(text) // 2] for text in hypotheses]]
+    if "native" in chrf_core.kernel.KERNELS:
+        assert not hasattr(chrf_core.kernel.NATIVE, "count_systems")
+    for kernel in kernels():
+        raw_count = chrf_core.kernel.KERNELS[kernel].raw_count
+        alone = [raw_count([system], references, 6, 2, False, True) for system in sets]
+        assert raw_count(sets, references, 6, 2, False, True) == b"".join(alone), kernel
+        rows = memoryview(b"".join(alone)).cast("q")
+        summed = raw_count(sets, references, 6, 2, False, False)
+        assert [list(triple) for triple in summed] == [
+            [sum(rows[k + j::24]) for j in range(3)] for k in range(0, 24, 3)], kernel
+
+
 def test_native_kernel_rejects_non_text_segments_with_a_type_error():
     native_kernel_or_skip()
     with pytest.raises(TypeError, match=r"hypotheses\[1\] must be a str"):
-        chrf_core.kernel.KERNELS["native"].raw_count(["a", 3], ["a", "b"], 2, 0, False, False)
+        chrf_core.kernel.KERNELS["native"].raw_count([["a", 3]], ["a", "b"], 2, 0, False, False)
 
 
 def _layer_subprocess(env_extra, layer=None):

@@ -37,17 +37,15 @@ class Kernel:
 
     name = ""
 
-    def __init__(self, raw_count: Callable[..., Any], raw_systems: Callable[..., Any]) -> None:
-        self.raw_count = raw_count  # count(hypotheses, references, char_order, word_order, include_whitespace,
+    def __init__(self, raw_count: Callable[..., Any]) -> None:
+        self.raw_count = raw_count  # count(hypothesis_sets, references, char_order, word_order, include_whitespace,
         #                              per_segment): the kernel's own entry point, texts as texts.prepared gives them
-        self.raw_systems = raw_systems  # count_systems(hypothesis_sets, references, char_order, word_order,
-        #                                  include_whitespace): the same rows, system after system
 
     def _count(self, hypotheses: Sequence[str], references: Sequence[str], settings: Settings,
                per_segment: bool) -> Any:
         if len(hypotheses) != len(references):
             raise ValueError("counting: hypotheses and references differ in number")
-        return self.raw_count(hypotheses, references,
+        return self.raw_count((hypotheses,), references,
                               settings.char_order, settings.word_order, settings.include_whitespace, per_segment)
 
     def count(self, hypotheses: Sequence[str], references: Sequence[str], settings: Settings) -> tuple[Triple, ...]:
@@ -71,8 +69,8 @@ class Kernel:
 
         if any(len(hypotheses) != len(references) for hypotheses in hypothesis_sets):
             raise ValueError("counting: a system's hypotheses and the references differ in number")
-        data = self.raw_systems(list(hypothesis_sets), references, settings.char_order, settings.word_order,
-                                settings.include_whitespace)
+        data = self.raw_count(list(hypothesis_sets), references, settings.char_order, settings.word_order,
+                              settings.include_whitespace, True)
         return numpy.frombuffer(data, dtype=numpy.int64).reshape(len(hypothesis_sets), len(references),
                                                                   settings.orders, 3)
 
@@ -155,7 +153,7 @@ class NativeKernel(Kernel):
     name = "native"
 
     def __init__(self, module: Any) -> None:
-        super().__init__(module.count, module.count_systems)
+        super().__init__(module.count)
         self.module = module
 
     def _scoring(self, settings: Settings, tolerance_bits: int) -> tuple[Any, ...]:
@@ -272,7 +270,7 @@ def _load_native() -> tuple[Any, str | None]:
 
 
 NATIVE, KERNEL_ERROR = _load_native()
-KERNELS: dict[str, Kernel] = {"python": PythonKernel(python_kernel.count, python_kernel.systems)}
+KERNELS: dict[str, Kernel] = {"python": PythonKernel(python_kernel.count)}
 if NATIVE is not None:
     KERNELS["native"] = NativeKernel(NATIVE)
 KERNEL = "native" if NATIVE is not None else "python"  # the chosen kernel's name (tests and the bench switch it)

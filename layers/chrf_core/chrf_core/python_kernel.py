@@ -36,51 +36,39 @@ def add_orders(hypothesis: Units, reference: Units, orders: int, out: list[int],
 
 
 def count(
-    hypotheses: Sequence[str],
+    hypothesis_sets: Sequence[Sequence[str]],
     references: Sequence[str],
     char_order: int,
     word_order: int,
     include_whitespace: bool,
     per_segment: bool,
 ) -> tuple[tuple[int, int, int], ...] | bytes:
-    """Same interface and results as the native kernel's ``count`` (texts already lowercased if asked): the
-    summed (hypothesis, reference, matching) counts of every order, or with ``per_segment`` each segment's row
-    of them as native int64s."""
+    """Same interface and results as the native kernel's ``count`` (texts as counted): each system's hypotheses
+    against the same references, the (hypothesis, reference, matching) counts of every order summed over segments
+    and systems, or with ``per_segment`` each segment's row of them as native int64s, system after system."""
     row = 3 * (char_order + word_order)
-    totals = [0] * row
-    rows = array("q")
-    for hypothesis, reference in zip(hypotheses, references, strict=True):
-        out = [0] * row if per_segment else totals
-        if char_order:
-            if include_whitespace:
-                add_orders(hypothesis, reference, char_order, out, 0)
-            else:  # Python's whitespace is the contract's set
-                add_orders("".join(hypothesis.split()), "".join(reference.split()), char_order, out, 0)
-        if word_order:
-            add_orders(tuple(words(hypothesis)), tuple(words(reference)), word_order, out, 3 * char_order)
-        if per_segment:
-            rows.extend(out)
-    if per_segment:
-        return rows.tobytes()
-    return tuple((totals[k], totals[k + 1], totals[k + 2]) for k in range(0, row, 3))
-
-
-def systems(
-    hypothesis_sets: Sequence[Sequence[str]],
-    references: Sequence[str],
-    char_order: int,
-    word_order: int,
-    include_whitespace: bool,
-) -> bytes:
-    """Same interface and results as the native kernel's ``count_systems``: each system's rows (as ``count`` with
-    ``per_segment`` gives them), system after system, each reference's n-grams counted once per segment."""
     rows = [array("q") for _ in hypothesis_sets]
-    for segment, reference in enumerate(references):
-        column = profile(reference, char_order, word_order, include_whitespace)
-        for system, hypotheses in zip(rows, hypothesis_sets, strict=True):
-            row = profile(hypotheses[segment], char_order, word_order, include_whitespace)
-            system.extend(value for triple in matched(row, column) for value in triple)
-    return b"".join(system.tobytes() for system in rows)
+    if len(hypothesis_sets) == 1:  # a pair at a time
+        for hypothesis, reference in zip(hypothesis_sets[0], references, strict=True):
+            out = [0] * row
+            if char_order:
+                if include_whitespace:
+                    add_orders(hypothesis, reference, char_order, out, 0)
+                else:  # Python's whitespace is the contract's set
+                    add_orders("".join(hypothesis.split()), "".join(reference.split()), char_order, out, 0)
+            if word_order:
+                add_orders(tuple(words(hypothesis)), tuple(words(reference)), word_order, out, 3 * char_order)
+            rows[0].extend(out)
+    else:  # each reference's n-grams counted once per segment
+        for segment, reference in enumerate(references):
+            column = profile(reference, char_order, word_order, include_whitespace)
+            for system, hypotheses in zip(rows, hypothesis_sets, strict=True):
+                counted = profile(hypotheses[segment], char_order, word_order, include_whitespace)
+                system.extend(value for triple in matched(counted, column) for value in triple)
+    if per_segment:
+        return b"".join(system.tobytes() for system in rows)
+    totals = [sum(sum(system[k::row]) for system in rows) for k in range(row)]
+    return tuple((totals[k], totals[k + 1], totals[k + 2]) for k in range(0, row, 3))
 
 
 FEW = 64  # hypotheses few enough that the references are searched for their n-grams alone

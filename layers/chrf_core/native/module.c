@@ -87,148 +87,62 @@ done:
 }
 
 PyDoc_STRVAR(count_doc,
-             "count(hypotheses, references, char_order, word_order, include_whitespace, per_segment)\n--\n\n"
-             "Per-order (hypothesis n-grams, reference n-grams, clipped matches), character orders first.\n"
-             "Texts must already be lowercased if the settings ask for it. Returns a tuple of (h, r, m) tuples\n"
-             "summed over segments, or with per_segment true, bytes of native int64 values: one row of\n"
-             "3 * (char_order + word_order) values per segment. Ctrl-C stops it within a second.");
+             "count(systems, references, char_order, word_order, include_whitespace, per_segment)\n--\n\n"
+             "Per-order (hypothesis n-grams, reference n-grams, clipped matches), character orders first, of each\n"
+             "system's hypotheses (a sequence of sequences of texts) against the same references, each reference\n"
+             "counted once per segment. Texts must already be as counted. With per_segment, bytes of native int64\n"
+             "values: one row of 3 * (char_order + word_order) values per segment, system after system; else a\n"
+             "tuple of (h, r, m) tuples summed over segments and systems. Ctrl-C stops it within a second.");
 
+/* One system is counted as a pair (count_segment: classes from the shorter side), several against their reference
+   (count_systems: classes from the reference). */
 static PyObject *count(PyObject *module, PyObject *args) {
     (void)module;
-    PyObject *hypotheses, *references;
-    int char_order, word_order, keep_whitespace, per_segment;
-    if (!PyArg_ParseTuple(args, "OOiipp:count", &hypotheses, &references, &char_order, &word_order, &keep_whitespace,
+    PyObject *systems, *references, *listed, *rows = NULL, *result = NULL;
+    int char_order, word_order, keep_whitespace, per_segment, failed = 0;
+    if (!PyArg_ParseTuple(args, "OOiipp:count", &systems, &references, &char_order, &word_order, &keep_whitespace,
                           &per_segment))
         return NULL;
     if (char_order < 0 || word_order < 0 || char_order + word_order > MAX_ORDERS) {
         PyErr_SetString(PyExc_ValueError, "orders out of range");
         return NULL;
     }
-    Py_ssize_t segments = PySequence_Size(hypotheses);
-    if (segments < 0) return NULL;
-    Py_ssize_t reference_count = PySequence_Size(references);
-    if (reference_count < 0) return NULL;
-    if (reference_count != segments) {
-        PyErr_SetString(PyExc_ValueError, "hypotheses and references differ in length");
-        return NULL;
-    }
-    const int orders = char_order + word_order;
-    const size_t row = 3 * (size_t)orders;
-    PyObject *rows = NULL;
-    int64_t *rows_data = NULL;
-    if (per_segment) {
-        rows = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(row * (size_t)segments * sizeof(int64_t)));
-        if (rows == NULL) return NULL;
-        rows_data = (int64_t *)PyBytes_AsString(rows);
-        if (rows_data == NULL) {
-            Py_DECREF(rows);
-            return NULL;
-        }
-    }
-    int64_t totals[3 * MAX_ORDERS] = {0};
-    int64_t segment[3 * MAX_ORDERS];
-    PyObject *const sides[2] = {hypotheses, references};
-    const char *const side_names[2] = {"hypotheses", "references"};
-    PyObject *held[2];
-    Work own_work;
-    Work *work = acquire_work(&own_work);
-    int failed = 0;
-    size_t read = 0, next_pause = POLL_MASK + 1; /* code points read */
-    for (Py_ssize_t index = 0; index < segments && !failed; index++) {
-        size_t lengths[2];
-        if (load_segment(work, sides, side_names, 2, index, word_order > 0, 0, held, lengths) < 0) {
-            failed = 1;
-            break;
-        }
-        if (pause_now(read += lengths[0] + lengths[1] + 1, &next_pause, signalled, NULL)) {
-            failed = 1;
-            break;
-        }
-        memset(segment, 0, row * sizeof(int64_t));
-        if (count_segment(work, lengths[0], lengths[1], char_order, word_order, keep_whitespace, segment) != 0) {
-            failed = 1;
-            break;
-        }
-        if (per_segment) {
-            memcpy(rows_data + row * (size_t)index, segment, row * sizeof(int64_t));
-        } else {
-            for (size_t k = 0; k < row; k++) totals[k] += segment[k];
-        }
-    }
-    release_work(work);
-    if (failed) {
-        Py_XDECREF(rows);
-        return NULL;
-    }
-    if (per_segment) return rows;
-    PyObject *result = PyTuple_New(orders);
-    if (result == NULL) return NULL;
-    for (int n = 0; n < orders; n++) {
-        PyObject *triple = Py_BuildValue("(LLL)", (long long)totals[3 * n], (long long)totals[3 * n + 1],
-                                         (long long)totals[3 * n + 2]);
-        if (triple == NULL) {
-            Py_DECREF(result);
-            return NULL;
-        }
-        PyTuple_SetItem(result, n, triple);
-    }
-    return result;
-}
-
-
-PyDoc_STRVAR(count_systems_doc,
-             "count_systems(systems, references, char_order, word_order, include_whitespace)\n--\n\n"
-             "Each system's per-segment counts against the same references, each reference counted once per\n"
-             "segment: bytes of native int64 values, one row of 3 * (char_order + word_order) values per\n"
-             "segment, system after system. Texts must already be as counted. Ctrl-C stops it within a second.");
-
-static PyObject *count_systems_of(PyObject *module, PyObject *args) {
-    (void)module;
-    PyObject *systems, *references;
-    int char_order, word_order, keep_whitespace;
-    if (!PyArg_ParseTuple(args, "OOiip:count_systems", &systems, &references, &char_order, &word_order,
-                          &keep_whitespace))
-        return NULL;
-    if (char_order < 0 || word_order < 0 || char_order + word_order > MAX_ORDERS) {
-        PyErr_SetString(PyExc_ValueError, "orders out of range");
-        return NULL;
-    }
     const Py_ssize_t segments = PySequence_Size(references);
-    if (segments < 0) return NULL;
-    PyObject *listed = PySequence_Tuple(systems);
-    if (listed == NULL) return NULL;
-    const size_t texts = 1 + (size_t)PyTuple_Size(listed);
-    const size_t row = 3 * (size_t)(char_order + word_order);
-    PyObject *rows = NULL, **sequences = calloc(texts, sizeof(PyObject *)), **held = calloc(texts, sizeof(PyObject *));
+    if (segments < 0 || (listed = PySequence_Tuple(systems)) == NULL) return NULL;
+    const size_t texts = 1 + (size_t)PyTuple_Size(listed), row = 3 * (size_t)(char_order + word_order);
+    const int pair = texts == 2; /* the texts in the order their driver reads them: hypothesis then reference */
+    PyObject **sequences = calloc(texts, sizeof(PyObject *)), **held = calloc(texts, sizeof(PyObject *));
     const char **names = calloc(texts, sizeof(char *));
     const uint32_t **units = calloc(texts, sizeof(uint32_t *));
     size_t *lengths = calloc(6 * texts, sizeof(size_t)); /* then the scratch of count_systems */
-    if (sequences == NULL || held == NULL || names == NULL || units == NULL || lengths == NULL) {
+    int64_t *summed = calloc(row * texts, sizeof(int64_t)); /* without per_segment: a segment's rows, then the sums */
+    if (sequences == NULL || held == NULL || names == NULL || units == NULL || lengths == NULL || summed == NULL) {
         PyErr_NoMemory();
         goto done;
     }
-    sequences[0] = references;
-    names[0] = "references";
+    sequences[pair] = references;
+    names[pair] = "references";
     for (size_t k = 1; k < texts; k++) {
-        sequences[k] = PyTuple_GetItem(listed, (Py_ssize_t)k - 1);
-        names[k] = "hypotheses";
-        const Py_ssize_t size = PySequence_Size(sequences[k]);
+        sequences[pair ? 0 : k] = PyTuple_GetItem(listed, (Py_ssize_t)k - 1);
+        names[pair ? 0 : k] = "hypotheses";
+        const Py_ssize_t size = PySequence_Size(sequences[pair ? 0 : k]);
         if (size < 0) goto done;
         if (size != segments) {
             PyErr_SetString(PyExc_ValueError, "a system's hypotheses and the references differ in length");
             goto done;
         }
     }
-    rows = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(row * (size_t)segments * (texts - 1) * sizeof(int64_t)));
-    if (rows == NULL) goto done;
-    int64_t *const rows_data = (int64_t *)PyBytes_AsString(rows);
-    if (rows_data == NULL) goto done;
+    int64_t *const sums = summed + row * (texts - 1);
+    int64_t *rows_data = summed;
+    if (per_segment) {
+        rows = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(row * (size_t)segments * (texts - 1) * sizeof(int64_t)));
+        if (rows == NULL || (rows_data = (int64_t *)PyBytes_AsString(rows)) == NULL) goto done;
+    }
     Work own_work;
     Work *work = acquire_work(&own_work);
-    int failed = 0;
     size_t read = 0, next_pause = POLL_MASK + 1; /* code points read */
     for (Py_ssize_t index = 0; index < segments && !failed; index++) {
-        if (load_segment(work, sequences, names, texts, index, word_order > 0, 1, held, lengths) < 0) {
+        if (load_segment(work, sequences, names, texts, index, word_order > 0, !pair, held, lengths) < 0) {
             failed = 1;
             break;
         }
@@ -237,20 +151,38 @@ static PyObject *count_systems_of(PyObject *module, PyObject *args) {
             failed = 1;
             break;
         }
-        if (count_systems(work, lengths, texts, char_order, word_order, keep_whitespace, lengths + texts, units,
-                          rows_data + row * (size_t)index, row * (size_t)segments) != 0)
-            failed = 1;
+        int64_t *out = per_segment ? rows_data + row * (size_t)index : summed;
+        if (pair) {
+            memset(out, 0, row * sizeof(int64_t));
+            failed = count_segment(work, lengths[0], lengths[1], char_order, word_order, keep_whitespace, out) != 0;
+        } else {
+            failed = count_systems(work, lengths, texts, char_order, word_order, keep_whitespace, lengths + texts,
+                                   units, out, per_segment ? row * (size_t)segments : row) != 0;
+        }
+        for (size_t k = 0; !per_segment && k < row * (texts - 1); k++) sums[k % row] += summed[k];
     }
     release_work(work);
-    if (failed) Py_CLEAR(rows);
+    if (failed || per_segment) {
+        if (!failed) result = rows, rows = NULL;
+        goto done;
+    }
+    result = PyTuple_New(char_order + word_order);
+    for (int n = 0; result != NULL && n < char_order + word_order; n++) {
+        PyObject *triple = Py_BuildValue("(LLL)", (long long)sums[3 * n], (long long)sums[3 * n + 1],
+                                         (long long)sums[3 * n + 2]);
+        if (triple == NULL) Py_CLEAR(result);
+        else PyTuple_SetItem(result, n, triple);
+    }
 done:
+    Py_XDECREF(rows);
     Py_DECREF(listed);
     free(sequences);
     free(held);
     free(names);
     free(units);
     free(lengths);
-    return rows;
+    free(summed);
+    return result;
 }
 
 PyDoc_STRVAR(set_seed_doc, "set_seed(seed)\n--\n\nSeed the hash tables (once per process, from os.urandom).");
@@ -265,7 +197,6 @@ static PyObject *set_seed(PyObject *module, PyObject *seed) {
 
 static PyMethodDef methods[] = {
     {"count", count, METH_VARARGS, count_doc},
-    {"count_systems", count_systems_of, METH_VARARGS, count_systems_doc},
     {"batch", batch, METH_VARARGS, batch_doc},
     {"set_seed", set_seed, METH_O, set_seed_doc},
     {NULL, NULL, 0, NULL},
