@@ -10,40 +10,41 @@
 
 #include "mbr.h"
 
-/* Every text's code points, one after another (hypotheses, then references), each text read once. -1 with an
-   exception set. */
+/* Every text's code points, one after another (hypotheses, then references): each text read once and held while
+   the lengths are summed, then copied out into room of exactly their size. -1 with an exception set. */
 static int load_texts(PyObject *sides[2], Py_ssize_t counts[2], uint32_t **points, size_t **start) {
     const size_t texts = (size_t)counts[0] + (size_t)counts[1];
-    size_t room = 0, next_pause = POLL_MASK + 1;
-    if ((*start = calloc(texts + 1, sizeof(size_t))) == NULL) return PyErr_NoMemory(), -1;
-    for (size_t t = 0; t < texts; t++) {
-        if (pause_now(t + (*start)[t], &next_pause, signalled, NULL)) return -1; /* texts and code points read */
-        const int side = t >= (size_t)counts[0];
-        const Py_ssize_t index = side ? (Py_ssize_t)t - counts[0] : (Py_ssize_t)t;
-        PyObject *text = PySequence_GetItem(sides[side], index);
-        if (text == NULL) return -1;
-        Py_ssize_t length = PyUnicode_Check(text) ? PyUnicode_GetLength(text) : -1;
-        const size_t at = (*start)[t], end = at + (size_t)length;
-        if (length >= 0 && end <= MAX_LENGTH && end > room) { /* room doubles: each code point copied O(1) times */
-            room = end > 2 * room ? end : 2 * room;
-            uint32_t *grown = realloc(*points, room * sizeof(uint32_t));
-            if (grown == NULL) length = -1, PyErr_NoMemory();
-            else *points = grown;
-        }
-        if (length < 0 || end > MAX_LENGTH ||
-            (length > 0 && PyUnicode_AsUCS4(text, (Py_UCS4 *)*points + at, length, 0) == NULL)) {
-            Py_DECREF(text);
-            if (PyErr_Occurred()) return -1;
-            if (length < 0)
+    PyObject **held = calloc(texts + 1, sizeof(PyObject *));
+    size_t read = 0, next_pause = POLL_MASK + 1;
+    int status = -1;
+    if (held == NULL || (*start = calloc(texts + 1, sizeof(size_t))) == NULL) goto done;
+    for (; read < texts; read++) {
+        if (pause_now(read + (*start)[read], &next_pause, signalled, NULL)) goto done; /* texts and points read */
+        const int side = read >= (size_t)counts[0];
+        const Py_ssize_t index = side ? (Py_ssize_t)read - counts[0] : (Py_ssize_t)read;
+        PyObject *text = held[read] = PySequence_GetItem(sides[side], index);
+        const Py_ssize_t length = text != NULL && PyUnicode_Check(text) ? PyUnicode_GetLength(text) : -1;
+        if (length < 0) {
+            if (!PyErr_Occurred())
                 PyErr_Format(PyExc_TypeError, "%s[%zd] must be a str", side ? "references" : "hypotheses", index);
-            else PyErr_SetString(PyExc_ValueError, "the texts are too long together for the native kernel");
-            return -1;
+            goto done;
         }
-        Py_DECREF(text);
-        (*start)[t + 1] = end;
+        if (((*start)[read + 1] = (*start)[read] + (size_t)length) > MAX_LENGTH) {
+            PyErr_SetString(PyExc_ValueError, "the texts are too long together for the native kernel");
+            goto done;
+        }
     }
-    if (*points == NULL && (*points = malloc(sizeof(uint32_t))) == NULL) return PyErr_NoMemory(), -1;
-    return 0;
+    if ((*points = malloc(((*start)[texts] ? (*start)[texts] : 1) * sizeof(uint32_t))) == NULL) goto done;
+    for (size_t t = 0; t < texts; t++) {
+        const Py_ssize_t length = (Py_ssize_t)((*start)[t + 1] - (*start)[t]);
+        if (length > 0 && PyUnicode_AsUCS4(held[t], (Py_UCS4 *)*points + (*start)[t], length, 0) == NULL) goto done;
+    }
+    status = 0;
+done:
+    if (status < 0 && !PyErr_Occurred()) PyErr_NoMemory();
+    for (size_t t = 0; held != NULL && t <= read && t < texts; t++) Py_XDECREF(held[t]);
+    free(held);
+    return status;
 }
 
 /* One MBR call without the GIL: its thread state meanwhile. */

@@ -220,6 +220,11 @@ static int run_job(void *shared, int worker, const Task *task) {
 static const Schedule JOBS = {take_job, run_job, NULL};
 
 int parallel_jobs(size_t count, int threads, JobTask task, void *shared, Pause pause, void *context) {
+    if (threads_for(threads, count) == 1) { /* in turn on the calling thread, each asking the caller's pause */
+        int status = 0;
+        for (size_t job = 0; status == 0 && job < count; job++) status = task(shared, job, pause, context);
+        return status;
+    }
     Jobs *jobs = malloc(sizeof(Jobs));
     if (jobs == NULL) return -1;
     *jobs = (Jobs){0, count, task, shared, pause, context, PTHREAD_MUTEX_INITIALIZER, 0, {{NULL, 0}}};
