@@ -115,7 +115,7 @@ static PyObject *count(PyObject *module, PyObject *args) {
     const char **names = calloc(texts, sizeof(char *));
     const uint32_t **units = calloc(texts, sizeof(uint32_t *));
     size_t *lengths = calloc(6 * texts, sizeof(size_t)); /* then the scratch of count_systems */
-    int64_t *summed = calloc(row * texts, sizeof(int64_t)); /* without per_segment: a segment's rows, then the sums */
+    int64_t *summed = calloc(row * texts + 1, sizeof(int64_t)); /* a segment's rows, then their sums */
     if (sequences == NULL || held == NULL || names == NULL || units == NULL || lengths == NULL || summed == NULL) {
         PyErr_NoMemory();
         goto done;
