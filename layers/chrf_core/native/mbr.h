@@ -126,7 +126,7 @@ static inline int threads_for(int asked, size_t tasks) {
     return asked < 1 ? 1 : (size_t)asked > most ? (int)most : asked;
 }
 
-/* A task of a schedule: rows [from, to) (parallel_rows), or a stage (`lane`) over its chunk `from` (corpus_ids.c). */
+/* A task of a schedule: job `from` (parallel_jobs), or a stage (`lane`) over its chunk `from` (corpus_ids.c). */
 typedef struct {
     size_t from, to;
     int lane;
@@ -149,13 +149,14 @@ int run_pool(int threads, const Schedule *schedule, void *shared, Pause pause, v
 /* Rows [from, to) of a task, on worker `worker` (0 .. threads - 1): 0, or -1 when out of memory. */
 typedef int (*RowsTask)(void *shared, int worker, size_t from, size_t to);
 
-/* Run task over rows 0..rows-1 in chunks of `chunk` rows on the pool's `threads` threads (the calling one included,
-   which alone pauses, between its chunks). 0; 1 when the pause said stop; -1 when a task failed. */
+/* Run task over rows 0..rows-1 in chunks of `chunk` rows on the pool's `threads` threads, the calling one included:
+   each chunk a job of parallel_jobs, its pause asked after it. 0; 1 when the pause said stop; -1 when a task
+   failed. */
 int parallel_rows(size_t rows, size_t chunk, int threads, RowsTask task, void *shared, Pause pause, void *context);
 
-/* Job `job` of a batch, given the pause it is to ask now and then: 0; 1 when the pause said stop; -1 when out of
-   memory. */
-typedef int (*JobTask)(void *shared, size_t job, Pause pause, void *context);
+/* Job `job`, on worker `worker` (0 .. threads - 1), given the pause it is to ask now and then: 0; 1 when the pause
+   said stop; -1 when out of memory. */
+typedef int (*JobTask)(void *shared, size_t job, int worker, Pause pause, void *context);
 
 /* Run jobs 0..count-1 on the pool's `threads` threads, each job whole on the thread that takes it. A job on the
    calling thread asks `pause`; one on another thread, whether the calling thread's pause has said stop (so all stop

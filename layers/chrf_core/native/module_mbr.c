@@ -150,7 +150,8 @@ typedef struct {
     int aggregating;
 } Block;
 
-static int run_set(void *shared, size_t job, Pause pause, void *context) {
+static int run_set(void *shared, size_t job, int worker, Pause pause, void *context) {
+    (void)worker;
     const Block *block = shared;
     const MbrCall *call = &block->calls[job];
     Loaded *loaded = &block->loaded[job];

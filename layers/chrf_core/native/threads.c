@@ -1,8 +1,8 @@
 /*
  * The kernel's one pool of threads: a schedule's tasks taken and run on several threads, the calling one included,
- * which alone asks the caller's pause (kernel.h's convention). Three schedules run on it: rows in chunks
- * (parallel_rows, which pairwise.c and aggregate.c score on), corpus_ids.c's wavefront of stages, and a batch's jobs
- * (parallel_jobs: the sets of an MBR batch). No Python here.
+ * which alone asks the caller's pause (kernel.h's convention). Two schedules run on it: corpus_ids.c's wavefront
+ * of stages, and jobs (parallel_jobs: the sets of an MBR batch, and the chunks of rows pairwise.c and aggregate.c
+ * score on, parallel_rows). No Python here.
  */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime under -std=c99 */
 
@@ -139,39 +139,6 @@ int run_pool(int threads, const Schedule *schedule, void *shared, Pause pause, v
     return pool.stop;
 }
 
-/* Rows in chunks: the schedule of parallel_rows. */
-typedef struct {
-    size_t next, rows, chunk;
-    RowsTask task;
-    void *shared;
-    Pause pause;
-    void *context;
-} Rows;
-
-static int take_rows(void *shared, int worker, Task *task) {
-    Rows *rows = shared;
-    (void)worker;
-    if (rows->next >= rows->rows) return -1;
-    task->from = rows->next;
-    task->to = rows->rows - rows->next > rows->chunk ? rows->next + rows->chunk : rows->rows;
-    rows->next = task->to;
-    return 1;
-}
-
-/* A chunk of rows; then, on the calling thread, the pause. */
-static int run_rows(void *shared, int worker, const Task *task) {
-    const Rows *rows = shared;
-    if (rows->task(rows->shared, worker, task->from, task->to) < 0) return -1;
-    return worker == 0 && rows->pause != NULL && rows->pause(rows->context) ? 1 : 0;
-}
-
-static const Schedule ROWS = {take_rows, run_rows, NULL};
-
-int parallel_rows(size_t rows, size_t chunk, int threads, RowsTask task, void *shared, Pause pause, void *context) {
-    Rows schedule = {0, rows, chunk ? chunk : 1, task, shared, pause, context};
-    return run_pool(threads_for(threads, (rows + schedule.chunk - 1) / schedule.chunk), &ROWS, &schedule, NULL, NULL);
-}
-
 /* A batch's jobs, one at a time to whichever thread is free: the schedule of parallel_jobs. A job may run long, so
    each is given a pause of its own: on the calling thread, the caller's; on the others, whether it has said stop. */
 typedef struct Jobs Jobs;
@@ -214,7 +181,7 @@ static int take_job(void *shared, int worker, Task *task) {
 
 static int run_job(void *shared, int worker, const Task *task) {
     Jobs *jobs = shared;
-    return jobs->task(jobs->shared, task->from, job_pause, &jobs->seats[worker]);
+    return jobs->task(jobs->shared, task->from, worker, job_pause, &jobs->seats[worker]);
 }
 
 static const Schedule JOBS = {take_job, run_job, NULL};
@@ -222,7 +189,7 @@ static const Schedule JOBS = {take_job, run_job, NULL};
 int parallel_jobs(size_t count, int threads, JobTask task, void *shared, Pause pause, void *context) {
     if (threads_for(threads, count) == 1) { /* in turn on the calling thread, each asking the caller's pause */
         int status = 0;
-        for (size_t job = 0; status == 0 && job < count; job++) status = task(shared, job, pause, context);
+        for (size_t job = 0; status == 0 && job < count; job++) status = task(shared, job, 0, pause, context);
         return status;
     }
     Jobs *jobs = malloc(sizeof(Jobs));
@@ -233,4 +200,23 @@ int parallel_jobs(size_t count, int threads, JobTask task, void *shared, Pause p
     pthread_mutex_destroy(&jobs->lock);
     free(jobs);
     return status;
+}
+
+/* Rows in chunks, a chunk a job: each chunk's rows, then its pause. */
+typedef struct {
+    size_t rows, chunk;
+    RowsTask task;
+    void *shared;
+} Rows;
+
+static int run_chunk(void *shared, size_t job, int worker, Pause pause, void *context) {
+    const Rows *rows = shared;
+    const size_t from = job * rows->chunk, to = rows->rows - from > rows->chunk ? from + rows->chunk : rows->rows;
+    if (rows->task(rows->shared, worker, from, to) < 0) return -1;
+    return pause != NULL && pause(context) ? 1 : 0;
+}
+
+int parallel_rows(size_t rows, size_t chunk, int threads, RowsTask task, void *shared, Pause pause, void *context) {
+    Rows chunks = {rows, chunk ? chunk : 1, task, shared};
+    return parallel_jobs((rows + chunks.chunk - 1) / chunks.chunk, threads, run_chunk, &chunks, pause, context);
 }
