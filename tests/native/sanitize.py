@@ -130,4 +130,30 @@ for bad_weights in (numpy.array([[0.5, 0.0]]), numpy.array([[float("nan"), 0.0],
 for bad_output in ([numpy.empty(1)], [(numpy.empty(1),)], [(numpy.empty(1), None, None)], [None]):
     with contextlib.suppress(ValueError, TypeError):
         native.batch(True, [["a"]], [["a"]], 2, 0, False, 2, 0, 64, 1, bad_output)
+
+
+class Failing(list):
+    """A sequence whose item `at` raises: every entry point lets go of what it read before it."""
+
+    def __init__(self, texts, at):
+        super().__init__(texts)
+        self.at = at
+
+    def __getitem__(self, index):
+        if index == self.at:
+            raise RuntimeError("a failing sequence")
+        return list.__getitem__(self, index)
+
+
+for at in range(4):
+    texts = Failing(["ab c", "d", "e f", "g"], at)
+    with contextlib.suppress(RuntimeError):
+        raw_count([texts], ["ab", "c", "d", "e"], 3, 1, False, at % 2 == 0)
+    with contextlib.suppress(RuntimeError):
+        raw_count([["a"] * 4, texts], ["ab", "c", "d", "e"], 3, 1, False, True)
+    for aggregating in (False, True):
+        out = (numpy.empty(4), numpy.empty((4, 4, 3), dtype=numpy.int64), None) if aggregating else numpy.empty((4, 4))
+        with contextlib.suppress(RuntimeError):
+            native.batch(aggregating, [["x"] * 4, texts], [["y"] * 4, ["z"] * 4], 3, 1, False, 2, 0, 80, 2,
+                         [out, out])
 print("sanitized run: no errors")

@@ -1,7 +1,9 @@
 """Minimum Bayes risk decoding: reference aggregation against its exact definition (a naive implementation in the
 tests), fastChrF's aggregate_chrf and pairwise; threads and batches against the one-call, one-thread results."""
 
+import contextlib
 import random
+import sys
 from fractions import Fraction
 
 import chrf_core
@@ -245,6 +247,27 @@ def test_the_native_kernel_has_one_mbr_entry_point_and_reads_each_text_of_a_set_
         with pytest.raises(TypeError, match=named):
             module.batch(True, [["a"]], [texts], 6, 0, False, 2, False, 80, 1,
                          [(numpy.empty(1), numpy.empty((1, 6, 3), dtype=numpy.int64), None)])
+
+
+def test_the_native_entry_points_hold_no_reference_to_their_arguments_after_a_call_done_or_failed():
+    """A reference kept to an output or a text would keep it alive for ever (a leak at every call)."""
+    native_kernel_or_skip()
+    module = kernel_module.NATIVE
+    texts, other = ["a cat", "the dog"], ["the cat", "dog", "a"]
+    scores, counts, weights = numpy.empty(2), numpy.empty((2, 3, 3), dtype=numpy.int64), numpy.array([[0.5, 0.0]] * 3)
+    matrix, triple = numpy.empty((2, 3)), (scores, counts, weights)
+    held = [texts, other, *texts, scores, counts, weights, matrix, triple]
+    before = [sys.getrefcount(value) for value in held]
+    for references in (other, ["the cat", 3, "a"]):  # done, then refused while the texts are read
+        for aggregating, out in ((False, matrix), (True, triple), (True, (scores, counts, None))):
+            with contextlib.suppress(TypeError):
+                module.batch(aggregating, [texts], [references], 2, 1, False, 2, False, 80, 1, [out])
+        with contextlib.suppress(TypeError):
+            module.count([texts, texts[::-1]], references[:2], 2, 1, False, True)
+    del out  # the loop's last output, (scores, counts, None)
+    with pytest.raises(ValueError, match="counts has the wrong size"):
+        module.batch(True, [texts], [other], 3, 1, False, 2, False, 80, 1, [triple])
+    assert [sys.getrefcount(value) for value in held] == before
 
 
 @pytest.mark.parametrize("threads", [None, 1, 2, 4])

@@ -182,7 +182,7 @@ static int score_block(MbrCall *calls, Loaded *loaded, size_t begin, size_t end,
 static int set_output(MbrCall *call, PyObject *out, int aggregating, Py_buffer view[3]) {
     const size_t rows = (size_t)call->counts[0], columns = (size_t)call->counts[1];
     const size_t orders = (size_t)(call->scoring.char_order + call->scoring.word_order);
-    PyObject *item[3] = {out, NULL, NULL};
+    PyObject *item[3] = {NULL, NULL, NULL}; /* aggregating: the triple's items, held while checked */
     int status = -1, held = 0;
     call->weights = NULL;
     if (!aggregating) {
@@ -229,7 +229,7 @@ static int set_output(MbrCall *call, PyObject *out, int aggregating, Py_buffer v
 done:
     for (int k = 0; status < 0 && k < held; k++) PyBuffer_Release(&view[k]);
     if (status < 0) call->weights = NULL;
-    for (int k = 1; k < 3; k++) Py_XDECREF(item[k]);
+    for (int k = 0; k < 3; k++) Py_XDECREF(item[k]);
     return status;
 }
 
