@@ -74,17 +74,23 @@ typedef struct {
 } MbrCall;
 
 /* The kernel's own bounds, not the contract's ranges (CHRF checks those): orders its buffers hold, a beta whose
-   square keeps every product of counts exact in a double, a tolerance a double-double can resolve. */
-static int mbr_settings(MbrCall *call, int char_order, int word_order, int keep_whitespace, int beta, int per_order_f,
-                        int tolerance_bits) {
+   square keeps every product of counts exact in a double, a tolerance a double-double can resolve. Read once a
+   call, for every set. */
+static int mbr_scoring(Scoring *scoring, int char_order, int word_order, int keep_whitespace, int beta,
+                       int per_order_f, int tolerance_bits, int threads) {
     if (char_order < 0 || word_order < 0 || char_order + word_order > MAX_ORDERS || char_order + word_order == 0 ||
-        beta < 1 || beta > 1000 || tolerance_bits < 1 || tolerance_bits > 100 || call->threads < 1 ||
-        call->threads > MAX_THREADS) {
+        beta < 1 || beta > 1000 || tolerance_bits < 1 || tolerance_bits > 100 || threads < 1 ||
+        threads > MAX_THREADS) {
         PyErr_SetString(PyExc_ValueError, "settings out of range");
         return -1;
     }
-    call->scoring = (Scoring){char_order, word_order, keep_whitespace, per_order_f, (double)beta * beta, 1.0};
-    for (int k = 0; k < tolerance_bits; k++) call->scoring.tolerance /= 2;
+    *scoring = (Scoring){char_order, word_order, keep_whitespace, per_order_f, (double)beta * beta, 1.0};
+    for (int k = 0; k < tolerance_bits; k++) scoring->tolerance /= 2;
+    return 0;
+}
+
+/* A set's numbers of hypotheses and references, within the kernel's 32-bit indices. -1 with an exception set. */
+static int set_sizes(MbrCall *call) {
     for (int side = 0; side < 2; side++)
         if ((call->counts[side] = PySequence_Size(call->sides[side])) < 0) return -1;
     if ((size_t)call->counts[0] >= UINT32_MAX || (size_t)call->counts[1] >= UINT32_MAX) {
@@ -228,7 +234,6 @@ static int set_output(MbrCall *call, PyObject *out, int aggregating, Py_buffer v
     status = 0;
 done:
     for (int k = 0; status < 0 && k < held; k++) PyBuffer_Release(&view[k]);
-    if (status < 0) call->weights = NULL;
     for (int k = 0; k < 3; k++) Py_XDECREF(item[k]);
     return status;
 }
@@ -248,6 +253,9 @@ PyObject *batch(PyObject *module, PyObject *args) {
         if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "one reference set and one output per set");
         return NULL;
     }
+    Scoring scoring;
+    if (mbr_scoring(&scoring, char_order, word_order, keep_whitespace, beta, per_order_f, tolerance_bits, threads) < 0)
+        return NULL;
     const size_t count = (size_t)sets;
     MbrCall *calls = calloc(count + 1, sizeof(MbrCall));
     Loaded *loaded = calloc(count + 1, sizeof(Loaded));
@@ -264,9 +272,8 @@ PyObject *batch(PyObject *module, PyObject *args) {
         if ((own[0] = PySequence_GetItem(hypothesis_sets, (Py_ssize_t)ready)) == NULL ||
             (own[1] = PySequence_GetItem(reference_sets, (Py_ssize_t)ready)) == NULL)
             goto done;
-        *call = (MbrCall){{own[0], own[1]}, {0, 0}, {0}, threads, NULL, NULL, NULL};
-        if (mbr_settings(call, char_order, word_order, keep_whitespace, beta, per_order_f, tolerance_bits) < 0 ||
-            (out = PySequence_GetItem(outs, (Py_ssize_t)ready)) == NULL)
+        *call = (MbrCall){{own[0], own[1]}, {0, 0}, scoring, threads, NULL, NULL, NULL};
+        if (set_sizes(call) < 0 || (out = PySequence_GetItem(outs, (Py_ssize_t)ready)) == NULL)
             goto done;
         const int failed = set_output(call, out, aggregating, views + 3 * ready);
         Py_DECREF(out);
