@@ -47,7 +47,7 @@ $(MBRS_VENV)/.installed: requirements-mbrs.txt
 		echo "make setup-mbrs: mbrs did not install (see above); its tests will say so" >&2; rm -rf $(MBRS_VENV); fi
 
 # The engines (Ray, Spark, Dask, PyTorch's CPU build with torchmetrics; about 2 GB) in their own environment, for the
-# tests of chrf_core.ray, .spark, .dask and .torchmetrics on the engines themselves, with this clone's layer on the
+# tests of chrf_core.engines.ray, .spark, .dask and .torchmetrics on the engines themselves, with this clone's layer on the
 # path (a .pth file: the engines' own worker processes import it too). Spark needs Java 17 (java on PATH).
 setup-engines: $(ENGINES_VENV)/.installed
 $(ENGINES_VENV)/.installed: requirements-engines.txt

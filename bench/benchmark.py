@@ -14,7 +14,7 @@
    `fastchrf.pairwise_chrf` and sacreBLEU's `sentence_score`, at 256 x 256 and 1024 x 1024.
 8. MBR decoding in fastChrF's own set-up (n = 4 ... 1024 samples, batches of 1 and 32 sources, chrF and chrF++):
    `pairwise_batch` and `aggregate_batch` against fastChrF's `pairwise_chrf` and `aggregate_chrf`.
-9. Beyond one machine: the corpus score of 1M real lines on Ray, Spark, Dask, torchmetrics and chrf_core.arrow
+9. Beyond one machine: the corpus score of 1M real lines on Ray, Spark, Dask, torchmetrics and chrf_core.engines.arrow
    (.venv-engines, bench/engines.py) against `score` on the same files, and the size of one part's statistics.
 10. The corpus pipeline on this machine: `pipeline run --local` (serve's S3 and Step Functions, the state machine on
    the local runner, the functions in their environments) against `score` on the same 1M lines, time and peak RSS
@@ -426,7 +426,7 @@ def engines_table(segments: int, rounds: int, timeout: float) -> None:
               f"{result['statistics_arrow_bytes']:,} B Arrow IPC, {result['statistics_json_bytes']} B JSON")
     print("  (command: the whole process, interpreter and engine start-up included; vs score: command / score's;\n"
           "   every engine's report equals score --json's; RSS: the driver's (Ray's and Spark's workers are other "
-          "processes);\n   arrow: chrf_core.arrow in one process; torchmetrics: update() per part in one process)")
+          "processes);\n   arrow: chrf_core.engines.arrow in one process; torchmetrics: update() per part in one process)")
 
 
 def import_times() -> None:

@@ -1,11 +1,13 @@
 """What the engines' tests share: the corpus (real MT output in four languages, and generated Unicode text, with up to
-three references per segment, some missing), the settings tried, the partitionings (1, 2, 7 and 64 parts, empty and
-skewed ones among them), one process's answers, and the engines started once per session on loopback.
+three references per segment, some missing, and the system each segment belongs to, unevenly), the settings tried,
+the partitionings (1, 2, 7 and 64 parts, empty and skewed ones among them), one process's answers (per group too),
+forged statistics rows that no texts could give, and the engines started once per session on loopback.
 
 These tests run in .venv-engines (make test-engines, with CHRF_ENGINES=1: an engine that does not import fails).
 In the suite's own environment, which has no engines, each module skips as not belonging to that run.
 """
 
+import json
 import os
 import random
 import shutil
@@ -24,6 +26,8 @@ IN_ENGINES_RUN = os.environ.get("CHRF_ENGINES") == "1"
 def pytest_configure(config):
     # Ray Data's DataContext warns about its own deprecated fields whenever one is created: not ours to act on
     config.addinivalue_line("filterwarnings", "ignore::DeprecationWarning:ray.data.context")
+    # Lightning's own use of torch's pytree API: not ours to act on
+    config.addinivalue_line("filterwarnings", "ignore::DeprecationWarning:pytorch_lightning.utilities._pytree")
 
 
 def need(module):
@@ -66,8 +70,16 @@ def corpus():
     second = [edited(reference, rng, vocabulary) for _, reference in pairs]
     third = [None if index % 5 == 0 else edited(reference, rng, vocabulary)
              for index, (_, reference) in enumerate(pairs)]
-    return {"id": list(range(len(pairs))), "hypothesis": [hypothesis for hypothesis, _ in pairs],
+    return {"id": list(range(len(pairs))), "system": [system_of(index) for index in range(len(pairs))],
+            "hypothesis": [hypothesis for hypothesis, _ in pairs],
             "reference": [reference for _, reference in pairs], "reference_2": second, "reference_3": third}
+
+
+def system_of(index):
+    """The system a segment belongs to: skewed (most rows are A's), one system of a single row, some rows of none."""
+    if index % 23 == 0:
+        return None
+    return "A" if index % 3 else ("B" if index % 2 else ("C" if index != 6 else "only one"))
 
 
 CORPUS = corpus()
@@ -117,6 +129,26 @@ def expected(chrf, references):
     """One process's report of the whole corpus (``references``: how many reference columns)."""
     streams = [CORPUS[name] for name in REFERENCE_COLUMNS[:references]]
     return chrf.corpus_score(CORPUS["hypothesis"], streams, references_per_segment=False)
+
+
+def expected_groups(chrf, references, columns=None, by="system"):
+    """One process's report of each group's rows (``by``: a column, or several: tuple keys), as JSON text."""
+    columns = columns or CORPUS
+    names = [by] if isinstance(by, str) else list(by)
+    keys = list(zip(*(columns[name] for name in names)))
+    out = {}
+    for key in dict.fromkeys(keys):
+        rows = [index for index, other in enumerate(keys) if other == key]
+        streams = [[columns[name][index] for index in rows] for name in REFERENCE_COLUMNS[:references]]
+        report = chrf.corpus_score([columns["hypothesis"][index] for index in rows], streams,
+                                   references_per_segment=False)
+        out[key[0] if isinstance(by, str) else key] = json.dumps(report.to_dict())
+    return out
+
+
+def grouped_json(grouped):
+    """Per-group reports as JSON text, each key to its report."""
+    return {key: json.dumps(report.to_dict()) for key, report in grouped.items()}
 
 
 def expected_scores(chrf, references):
@@ -182,3 +214,51 @@ def spark_session():
         yield session
     finally:
         session.stop()
+
+
+# ---- statistics rows no texts could give (issue 64: the engines summed them into plausible numbers) -------------
+
+
+def genuine_statistics(chrf=None):
+    """The corpus' statistics rows (Arrow tables), one per part of a 7-part split, and its one-process report."""
+    from chrf_core.engines import arrow
+
+    chrf = chrf or CHRF(word_order=2)
+    pa = __import__("pyarrow")
+    return [arrow.statistics(pa.table(part), chrf) for part in split(CORPUS, 7)], expected(chrf, 1)
+
+
+def forged(kind, rows):
+    """The genuine rows with forged ones among them: ``plus 1000`` (a row of 1000 n-grams and 1000 matches in every
+    order), ``negative matches`` (a genuine row with its matches negated), ``wrapping`` (three rows of -2^62: an
+    int64 sum wraps back to a plausible total)."""
+    pa = __import__("pyarrow")
+    row = rows[1].to_pylist()[0]
+    counting = [name for name in row if name.endswith("_ngrams")]
+    if kind == "plus 1000":
+        bad = [{**row, "segment_count": 1, **dict.fromkeys(counting, 1000)}]
+    elif kind == "negative matches":
+        bad = [{**row, **{name: -row[name] for name in counting if "matching" in name}}]
+    else:
+        bad = [{**row, **dict.fromkeys(["segment_count", *counting], -2**62)}] * 3
+    return [rows[0], pa.Table.from_pylist(bad, schema=rows[0].schema), *rows[1:]]
+
+
+FORGERIES = [("plus 1000", r"statistics\[\d+\]: char 2: hypothesis n-grams do not fall from order 1 \(1000\)"),
+             ("negative matches", r"statistics\[\d+\]: char1_matching_ngrams: must be an integer from 0, got the "
+                                  r"number -\d+"),
+             ("wrapping", r"statistics\[\d+\]: segment_count: must be an integer from 0, got a number out of range")]
+
+
+def respaced(rows):
+    """The same rows with their settings written as other JSON (another key order, spaces): the same settings."""
+    pa = __import__("pyarrow")
+    out = []
+    for index, table in enumerate(rows):
+        if index % 2:
+            values = json.loads(table.column("settings")[0].as_py())
+            text = json.dumps(dict(reversed(list(values.items()))), indent=1)
+            table = table.set_column(0, pa.field("settings", pa.string(), nullable=False),
+                                     pa.array([text] * table.num_rows, pa.string()))
+        out.append(table)
+    return out

@@ -4,6 +4,7 @@ else set up by hand. pip's index is replaced by the wheelhouse make wheelhouse f
 tests reach only 127.0.0.1); the SAM CLI is told not to ask PyPI for a newer version of itself."""
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +17,10 @@ BIN = Path(sys.executable).parent
 MARKER = ("<!-- not run by the suite: it needs the SAM CLI (make setup-sam); tests/template/test_sam_build.py runs "
           "it -->")
 REQUIRE = os.environ.get("CHRF_REQUIRE_BUILD") == "1"
+LAYER_SOURCE = ROOT / "layers" / "chrf_core" / "chrf_core"
+MAX_LAYER_LINES = 2800  # issue 64: the layer ships the contract's scorer, not the engines (3,802 lines before)
+ENGINE_IMPORT = re.compile(r"^\s*(?:import|from)\s+(?:torch|torchmetrics|ray|pyspark|dask|pyarrow|pandas|mbrs)\b",
+                           re.MULTILINE)
 
 
 def test_sam_validate_and_sam_build_work_as_the_docs_show_them(tmp_path):
@@ -41,6 +46,11 @@ def test_sam_validate_and_sam_build_work_as_the_docs_show_them(tmp_path):
     kernels = {name: (layer / name).read_bytes() for name in names}
     assert [(data[:4], int.from_bytes(data[18:20], "little")) for data in kernels.values()] == [
         (b"\x7fELF", 183), (b"\x7fELF", 62)]  # EM_AARCH64, EM_X86_64: one layer for either Architecture
+    shipped = sorted(layer.rglob("*.py"))  # the contract's scorer, and not the engines' wing
+    assert {path.name for path in shipped} == {path.name for path in LAYER_SOURCE.glob("*.py")}
+    assert not (layer / "engines").exists() and "engines" not in {path.parent.name for path in shipped}
+    assert sum(len(path.read_text(encoding="utf-8").splitlines()) for path in shipped) <= MAX_LAYER_LINES
+    assert [path.name for path in shipped if ENGINE_IMPORT.search(path.read_text(encoding="utf-8"))] == []
     for function in ("ChrfComponentsFunction", "ScoreBatchFunction", "MergeReportFunction"):
         assert (built / function / "aws_lambda_powertools").is_dir() and (built / function / "app.py").is_file()
     for name, data in kernels.items():

@@ -16,16 +16,18 @@ DOOR = {"chrf_core", "chrf_core.service", "chrf_core.contract", "chrf_core.array
 REACH_IN = re.compile(r"chrf_core\.[a-z_]*\.")
 
 
-def internal_imports(path):
-    """The chrf_core modules a module of the package imports, anywhere in it (inside functions too)."""
-    module = "chrf_core" if path.stem == "__init__" else f"chrf_core.{path.stem}"
+def internal_imports(path, package="chrf_core"):
+    """The chrf_core modules a module of the package (or of its subpackage ``package``) imports, anywhere in it
+    (inside functions too)."""
+    module = package if path.stem == "__init__" else f"{package}.{path.stem}"
     found = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.ImportFrom) and node.level == 1:
+        if isinstance(node, ast.ImportFrom) and node.level:
+            base = ".".join(package.split(".")[:len(package.split(".")) - node.level + 1])
             if node.module:
-                found.add(f"chrf_core.{node.module}")
+                found.add(f"{base}.{node.module}")
             else:  # from . import a, b
-                found.update(f"chrf_core.{alias.name}" for alias in node.names)
+                found.update(f"{base}.{alias.name}" for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("chrf_core"):
             found.add(node.module)
         elif isinstance(node, ast.Import):
@@ -35,6 +37,7 @@ def internal_imports(path):
 
 def import_graph():
     graph = dict(internal_imports(path) for path in sorted(PACKAGE.glob("*.py")))
+    graph.update(internal_imports(path, "chrf_core.engines") for path in sorted((PACKAGE / "engines").glob("*.py")))
     native = {"chrf_core._kernel"}  # the C extension imports nothing of the package
     return {module: imports - native for module, imports in graph.items()}
 
@@ -81,16 +84,33 @@ def test_chrf_core_has_no_import_cycle():
     assert cycle(graph) is None, " -> ".join(cycle(graph))
 
 
-def test_the_stack_runs_from_the_contract_up_to_the_service_in_this_order():
-    order = ["contract", "errors", "settings", "texts", "tokens", "python_kernel", "kernel", "counts", "formula",
-             "report", "arrays", "mbr", "streams", "metric", "arrow", "ray", "spark", "dask", "torchmetrics", "mbrs",
-             "service"]
+LAYER_ORDER = ["contract", "errors", "settings", "stored", "texts", "preparation", "tokens", "python_kernel", "kernel",
+               "counts", "formula", "report", "arrays", "mbr", "streams", "metric", "service"]
+ENGINES_ORDER = ["engines", "engines.statistics", "engines.relay", "engines.arrow", "engines.ray", "engines.spark",
+                 "engines.dask", "engines.torchmetrics", "engines.mbrs"]
+
+
+def test_the_stack_runs_from_the_contract_up_to_the_service_then_the_engines_in_this_order():
+    order = LAYER_ORDER + ENGINES_ORDER
     graph = import_graph()
     assert set(graph) == {f"chrf_core.{name}" for name in order} | {"chrf_core"}
     for module in order:
         below = {f"chrf_core.{name}" for name in order[:order.index(module)]}
         above = graph[f"chrf_core.{module}"] - below
         assert not above, f"chrf_core.{module} imports {sorted(above)}, which are not below it"
+
+
+def test_the_layer_imports_nothing_of_the_engines_but_the_mbrs_backend_when_mbrs_is_loaded():
+    """The engines' wing is not in the Lambda layer (sam build copies chrf_core/*.py): no module of the layer needs
+    it; the package's __init__ registers the mbrs metric only when mbrs itself is already loaded."""
+    graph = import_graph()
+    engines = {f"chrf_core.{name}" for name in ENGINES_ORDER}
+    for module in ["chrf_core", *(f"chrf_core.{name}" for name in LAYER_ORDER)]:
+        reached = graph[module] & engines
+        assert reached <= ({"chrf_core.engines", "chrf_core.engines.mbrs"} if module == "chrf_core" else set()), \
+            (module, reached)
+    source = (PACKAGE / "__init__.py").read_text(encoding="utf-8")
+    assert 'if "mbrs" in sys.modules:' in source and "from .engines import mbrs" in source
 
 
 def caller_files():
@@ -147,3 +167,14 @@ def test_chrf_is_a_facade_of_at_most_15_methods_and_the_package_exports_at_most_
     assert len(methods) <= 15, methods
     assert len(chrf_core.__all__) <= 15, chrf_core.__all__
     assert all(hasattr(chrf_core, name) for name in chrf_core.__all__)
+
+
+def test_the_layers_own_python_is_the_contracts_scorer_within_its_size_and_imports_no_engine():
+    """What sam build ships (chrf_core/*.py, tests/template/test_sam_build.py checks the built layer too): at most
+    2,800 lines of Python and no import of an engine (the engines' wing, chrf_core/engines, is not shipped)."""
+    shipped = sorted(PACKAGE.glob("*.py"))
+    lines = sum(len(path.read_text(encoding="utf-8").splitlines()) for path in shipped)
+    assert lines <= 2800, lines
+    engine = re.compile(r"^\s*(?:import|from)\s+(?:torch|torchmetrics|ray|pyspark|dask|pyarrow|pandas|mbrs)\b",
+                        re.MULTILINE)
+    assert [path.name for path in shipped if engine.search(path.read_text(encoding="utf-8"))] == []

@@ -89,32 +89,32 @@ MARKS = ["\u0301", "\u0316", "\u0344", "\u0f73", "\uff9e", "\u1e08", "\u0958", "
 def test_the_stream_safe_format_is_uax15s_and_leaves_real_text_as_it_is():
     import random
 
-    from chrf_core import texts
+    from chrf_core import preparation
 
     rng = random.Random(15)
     for _ in range(400):
         text = "".join(rng.choice(MARKS) if rng.random() < 0.97 else rng.choice("ab ") for _ in range(
             rng.randint(0, 200)))
-        assert texts.stream_safe(text) == naive_stream_safe(text), [hex(ord(c)) for c in text]
+        assert preparation.stream_safe(text) == naive_stream_safe(text), [hex(ord(c)) for c in text]
     for run in (29, 30, 31, 59, 60, 61):
         text = "x" + "\u0301" * run + "y"
-        assert texts.stream_safe(text) == naive_stream_safe(text)
+        assert preparation.stream_safe(text) == naive_stream_safe(text)
     real = PRECOMPOSED + DECOMPOSED + "Tiếng Việt có dấu: ặ ẫ ộ ừ; देवनागरी; ქართული; عَرَبِيّ"
-    assert texts.stream_safe(real) is real
+    assert preparation.stream_safe(real) is real
 
 
 @pytest.mark.parametrize("form", ["NFC", "NFKC"])
 def test_normalizing_in_pieces_is_normalizing_the_stream_safe_text_whole(form, monkeypatch):
     import random
 
-    from chrf_core import texts
+    from chrf_core import preparation
 
-    monkeypatch.setattr(texts, "NORMALIZE_CHUNK", 7)  # many pieces, split just before ASCII or U+034F
+    monkeypatch.setattr(preparation, "NORMALIZE_CHUNK", 7)  # many pieces, split just before ASCII or U+034F
     rng = random.Random(16)
     for _ in range(300):
         text = "".join(rng.choice(MARKS + ["ﬁ", "２", "<", "\u0338", "ᄀ", "ᅡ", "ᆨ", "ㄱ", "ㅡ", "ㄺ", "\ufdfa"])
                        for _ in range(rng.randint(0, 120)))
-        assert texts.normalized_text("hypotheses", 0, text, form) == unicodedata.normalize(
+        assert preparation.normalized_text("hypotheses", 0, text, form) == unicodedata.normalize(
             form, naive_stream_safe(text))
 
 
@@ -124,18 +124,18 @@ def test_the_stream_safe_format_read_a_window_at_a_time_is_uax15s_wherever_the_w
     time, a run that crosses a window's end is still found whole, or in two parts counted as one run."""
     import random
 
-    from chrf_core import texts
+    from chrf_core import preparation
 
-    monkeypatch.setattr(texts, "SCAN_WINDOW", window)
+    monkeypatch.setattr(preparation, "SCAN_WINDOW", window)
     rng = random.Random(window)
     for _ in range(300):
         text = "".join(rng.choice(MARKS) if rng.random() < 0.97 else rng.choice("ab ") for _ in range(
             rng.randint(0, 400)))
-        assert texts.stream_safe(text) == naive_stream_safe(text), [hex(ord(c)) for c in text]
+        assert preparation.stream_safe(text) == naive_stream_safe(text), [hex(ord(c)) for c in text]
     for run in (window - 1, window, window + 1, 3 * window + 5, 10 * window):
         for head in range(0, 20, 3):
             text = "x" * head + "\u0301" * run + "\U0001d165" * 3 + "y"
-            assert texts.stream_safe(text) == naive_stream_safe(text), (head, run)
+            assert preparation.stream_safe(text) == naive_stream_safe(text), (head, run)
 
 
 # Starters that compose with what precedes them (Hangul vowels and final consonants, Oriya and Kannada length
@@ -152,49 +152,51 @@ def test_a_text_without_split_points_is_normalized_in_pieces_as_it_is_whole(form
     character can end as composes with, which is exactly normalizing it whole."""
     import random
 
-    from chrf_core import texts
+    from chrf_core import preparation
 
-    monkeypatch.setattr(texts, "NORMALIZE_CHUNK", 5)
-    monkeypatch.setattr(texts, "NEAR", 2)
-    monkeypatch.setattr(texts, "SCAN_WINDOW", 9)
+    monkeypatch.setattr(preparation, "NORMALIZE_CHUNK", 5)
+    monkeypatch.setattr(preparation, "NEAR", 2)
+    monkeypatch.setattr(preparation, "SCAN_WINDOW", 9)
     rng = random.Random(57)
     for _ in range(1500):
         weights = [rng.random() for _ in NO_SPLIT_POINTS]
         text = "".join(rng.choices(NO_SPLIT_POINTS, weights, k=rng.randint(0, 80)))
-        assert texts.normalized_text("hypotheses", 0, text, form) == unicodedata.normalize(
+        assert preparation.normalized_text("hypotheses", 0, text, form) == unicodedata.normalize(
             form, naive_stream_safe(text)), [hex(ord(c)) for c in text]
     vowels = "\u1161" * 200
-    assert len(list(texts._normalized_pieces(vowels, form))) > 30  # pieces, not one call
-    assert texts.normalized_text("hypotheses", 0, vowels, form) == vowels
+    assert len(list(preparation._normalized_pieces(vowels, form))) > 30  # pieces, not one call
+    assert preparation.normalized_text("hypotheses", 0, vowels, form) == vowels
 
 
 @pytest.mark.parametrize("form", ["NFC", "NFKC"])
 def test_what_no_composition_can_take_away_is_never_more_than_the_normalized_length(form):
     import random
 
-    from chrf_core import texts
+    from chrf_core import preparation
 
     rng = random.Random(form)
     alphabet = NO_SPLIT_POINTS + MARKS + ["\ufdfa", "\ufb03", "\u2474", "\u3250", "\u1e9b", "\u0390", "\u01c4"]
     for _ in range(1500):
-        text = texts.stream_safe("".join(rng.choices(alphabet, k=rng.randint(0, 60))))
-        assert texts._least_length(text, form) <= len(unicodedata.normalize(form, text)), [hex(ord(c)) for c in text]
-    assert texts._least_length("\ufdfa" * 10, "NFKC") == 180 == len(unicodedata.normalize("NFKC", "\ufdfa" * 10))
+        text = preparation.stream_safe("".join(rng.choices(alphabet, k=rng.randint(0, 60))))
+        assert preparation._least_length(text, form) <= len(unicodedata.normalize(form, text)), [
+            hex(ord(c)) for c in text]
+    assert preparation._least_length("\ufdfa" * 10, "NFKC") == 180 == len(
+        unicodedata.normalize("NFKC", "\ufdfa" * 10))
 
 
 def test_a_text_too_long_once_normalized_is_refused_before_any_of_it_is_normalized(monkeypatch):
     """Issue 57: the NFKC refusal of 20M x U+FDFA normalized 15M of them first (15-28 s). What no composition can
     take away is counted instead: the text is refused without a call to the normalizer."""
-    from chrf_core import texts
+    from chrf_core import preparation
 
     def never(*_):
         raise AssertionError("normalized")
 
-    texts._table()  # built with the normalizer
+    preparation._table()  # built with the normalizer
     with monkeypatch.context() as patched, pytest.raises(InvalidInputError) as refused:
         patched.setattr(unicodedata, "normalize", never)
         patched.setattr(unicodedata, "is_normalized", never)
-        texts.normalized_text("hypotheses", 3, "\ufdfa" * 20_000_000, "NFKC")
+        preparation.normalized_text("hypotheses", 3, "\ufdfa" * 20_000_000, "NFKC")
     assert refused.value.message == ("hypotheses[3]: at most 268435455 code points once normalized "
                                      "(normalize=NFKC), got more than 268435455")
 
@@ -264,14 +266,14 @@ def test_normalization_gives_ctrl_c_a_chance_at_least_every_second_on_texts_with
     the longest wait is how long Ctrl-C could go unseen (tenths of a second when idle; 7 s before)."""
     done = run_python(f"""
 import signal, time, unicodedata
-from chrf_core import texts
+from chrf_core import preparation
 from chrf_core.errors import InvalidInputError
 seen = [time.monotonic()]
 signal.signal(signal.SIGALRM, lambda *_: seen.append(time.monotonic()))
 text = {text}
 signal.setitimer(signal.ITIMER_REAL, 0.05, 0.05)
 try:
-    texts.normalized_text("hypotheses", 0, text, "{form}")
+    preparation.normalized_text("hypotheses", 0, text, "{form}")
 except InvalidInputError:
     pass
 signal.setitimer(signal.ITIMER_REAL, 0)
@@ -289,10 +291,10 @@ def test_a_text_that_outgrows_the_limit_once_normalized_is_refused_naming_it_bef
     pieces' lengths are kept."""
     import tracemalloc
 
-    from chrf_core import texts
+    from chrf_core import preparation
 
-    monkeypatch.setattr(texts, "MAX_TEXT_LENGTH", 10**6)
-    monkeypatch.setattr(texts, "NORMALIZE_CHUNK", 1024)  # pieces small beside the input, as 2^16 beside 10^7
+    monkeypatch.setattr(preparation, "MAX_TEXT_LENGTH", 10**6)
+    monkeypatch.setattr(preparation, "NORMALIZE_CHUNK", 1024)  # pieces small beside the input, as 2^16 beside 10^7
     text = "\ufdfa" * 100_000  # 1.8 * 10^6 code points once normalized
     tracemalloc.start()
     try:
@@ -304,4 +306,5 @@ def test_a_text_that_outgrows_the_limit_once_normalized_is_refused_naming_it_bef
     assert refused.value.message == ("hypotheses[1]: at most 1000000 code points once normalized (normalize=NFKC), "
                                      "got more than 1000000")
     input_bytes = 2 * len(text)  # two bytes a code point
-    assert peak < 2 * input_bytes + 16 * 18 * texts.NORMALIZE_CHUNK, peak  # the input's copy, at most a few pieces
+    # the input's copy, at most a few pieces
+    assert peak < 2 * input_bytes + 16 * 18 * preparation.NORMALIZE_CHUNK, peak

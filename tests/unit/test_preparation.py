@@ -1,4 +1,4 @@
-"""One text preparation (texts.prepared): Unicode normalization and lowercasing happen in one place, before either
+"""One text preparation (preparation.prepared): Unicode normalization and lowercasing happen in one place, before either
 kernel counts, for every reader of texts (the library's streams, MBR, the service's requests, the command line's
 word marks); the kernels count texts exactly as given."""
 
@@ -7,7 +7,7 @@ import unicodedata
 
 import chrf_core
 import pytest
-from chrf_core import CHRF, service, texts
+from chrf_core import CHRF, preparation, service
 from chrf_core import kernel as kernel_module
 from hypothesis import given
 from hypothesis import settings as hypothesis_settings
@@ -40,18 +40,18 @@ def test_every_reader_prepares_the_texts_before_counting(kernel):
 
 def test_preparing_leaves_the_inputs_alone_and_a_missing_reference_missing():
     given_texts = ["ÅB", None, unicodedata.normalize("NFD", "Å")]
-    prepared = texts.prepared("references", given_texts, CHRF(lowercase=True, normalize="NFC"))
+    prepared = preparation.prepared("references", given_texts, CHRF(lowercase=True, normalize="NFC"))
     assert prepared == ["åb", None, "å"]
     assert given_texts == ["ÅB", None, unicodedata.normalize("NFD", "Å")]
     plain = ["ÅB"]
-    assert texts.prepared("references", plain, CHRF()) is plain
+    assert preparation.prepared("references", plain, CHRF()) is plain
 
 
 @hypothesis_settings(max_examples=200, deadline=None)
 @given(st.text(st.characters(blacklist_categories=("Cs",)), max_size=40))
 def test_the_command_lines_word_marks_use_the_kernels_lowercasing(text):
     """The marks' keys are the word tokens of the text lowercased as the kernels count it."""
-    lowered = texts.prepared_text("hypotheses", 0, text, None, True)
+    lowered = preparation.prepared_text("hypotheses", 0, text, None, True)
     assert chrf_core.words(text, None, True) == chrf_core.words(lowered)
 
 
@@ -67,9 +67,9 @@ def lowercasing_calls(path):
 
 
 @pytest.mark.parametrize("folder", [PACKAGE, CLI], ids=["layer", "command line"])
-def test_texts_are_lowercased_and_normalized_in_texts_py_alone(folder):
+def test_texts_are_lowercased_and_normalized_in_preparation_py_alone(folder):
     """The rule has one home: no other module of the layer or the command line lowercases or normalizes a text (the
     command line's HTML marks asked the layer's words() for prepared keys; the kernels had their own lowercasing)."""
-    modules = [path for path in sorted(folder.glob("*.py")) if path.name != "texts.py"]
+    modules = [path for path in sorted(folder.glob("*.py")) if path.name != "preparation.py"]
     found = [call for path in modules for call in lowercasing_calls(path)]
     assert found == []

@@ -5,7 +5,8 @@
 service's whole operation. Counting runs in the native kernel (C) when it loads and in pure Python otherwise (or
 when ``CHRF_CORE_NATIVE=0``); ``KERNEL`` says which. No third-party dependency on the service's path (NumPy for the
 array results only). What only the service needs is in ``chrf_core.service``; the scores and lines of count
-arrays (``segment_counts``) in ``chrf_core.arrays``.
+arrays (``segment_counts``) in ``chrf_core.arrays``. Beyond one process (Arrow, Ray, Spark, Dask, torchmetrics,
+mbrs): ``chrf_core.engines``, which the Lambda layer does not ship.
 
 One deliberate difference from sacreBLEU 2.x and chrF++.py: those drop a segment's hypothesis n-grams of an
 order when its reference has none of that order (``hyp_count if ref_ngrams else 0``); the contract counts every
@@ -26,9 +27,9 @@ from .service import score
 from .texts import MAX_TEXT_LENGTH, utf8_size
 from .tokens import words
 
-if "mbrs" in sys.modules:  # loaded by mbrs-decode --plugin_dir: register the chrf_core metric (chrf_core.mbrs)
+if "mbrs" in sys.modules:  # loaded by mbrs-decode --plugin_dir: register the chrf_core metric (engines.mbrs)
     try:
-        from . import mbrs as _mbrs_backend  # noqa: F401
+        from .engines import mbrs as _mbrs_backend  # noqa: F401
     except (ImportError, AttributeError) as _error:  # another mbrs than the backend knows: say so, score on
         import logging
 

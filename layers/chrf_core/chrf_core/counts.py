@@ -6,20 +6,20 @@ Counts are plain sums over segments, so the counts of any split of a corpus add 
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from .contract import TEXT_KEYS, Settings
-from .errors import InvalidInputError, describe, shown
+from .contract import Settings
+from .errors import describe
 from .kernel import Triple, chosen
-from .settings import ChrfSettings, difference, of_stored, stored
+from .settings import difference
+from .stored import of_stored, stored
 
 if TYPE_CHECKING:
     import numpy
-    import pyarrow
 
-STATISTICS_VERSION = 1  # of the statistics' stored forms: Counts.to_dict (JSON) and Counts.to_arrow (Arrow)
+STATISTICS_VERSION = 1  # of the statistics' stored forms: Counts.to_dict (JSON), the engines' Arrow form
+SIDES = ("hypothesis", "reference", "matching")  # the three counts of an order, in their order
 
 
 class Counts(NamedTuple):
@@ -59,21 +59,26 @@ class Counts(NamedTuple):
         keys = {"settings", "segment_count", "orders"}
         if not isinstance(data, dict) or set(data) - {"version"} != keys:
             raise ValueError("counts: expected an object with settings, segment_count and orders")
-        if "version" in data and data["version"] != STATISTICS_VERSION:
+        if "version" in data and (type(data["version"]) is not int or data["version"] != STATISTICS_VERSION):
             raise ValueError(f"counts: version {describe(data['version'])} is not one this library reads "
                              f"({STATISTICS_VERSION})")
         settings = of_stored(data["settings"])
-        return cls._checked(settings, data["segment_count"], data["orders"])
+        return cls.checked(settings, data["segment_count"], data["orders"])
 
     @classmethod
-    def _checked(cls, settings: Settings, segment_count: Any, orders: Any) -> Counts:
-        """Counts from stored values, each checked: an empty part (0 segments) counts nothing."""
+    def checked(cls, settings: Settings, segment_count: Any, orders: Any) -> Counts:
+        """Counts from stored values (a segment count, a list of [hypothesis, reference, matching] per order), each
+        checked: a ValueError naming what no texts could give. An empty part (0 segments) counts nothing."""
         if type(segment_count) is not int or segment_count < 0:
-            raise ValueError("counts: segment_count must be an integer from 0")
+            raise ValueError(f"counts: segment_count must be an integer from 0, got {describe(segment_count)}")
         if not isinstance(orders, list) or len(orders) != settings.orders or not all(
-                isinstance(order, list) and len(order) == 3 and all(type(v) is int and v >= 0 for v in order)
-                for order in orders):
-            raise ValueError("counts: orders must be one [hypothesis, reference, matching] per n-gram order")
+                isinstance(order, list) and len(order) == 3 for order in orders):
+            raise ValueError(f"counts: orders must be one [hypothesis, reference, matching] per n-gram order "
+                             f"({settings.orders})")
+        for (kind, n), order in zip(order_labels(settings.char_order, settings.word_order), orders):
+            for side, value in zip(SIDES, order):
+                if type(value) is not int or value < 0:
+                    raise ValueError(f"counts: {kind} {n} {side}: must be an integer from 0, got {describe(value)}")
         counts = cls(settings, segment_count, tuple((h, r, m) for h, r, m in orders))
         problem = counts.inconsistency()
         if problem:
@@ -101,71 +106,6 @@ class Counts(NamedTuple):
     def empty(cls, settings: Settings) -> Counts:
         """The counts of no segments (an empty partition's), which merge as zero."""
         return cls(settings, 0, ((0, 0, 0),) * settings.orders)
-
-    def to_arrow(self) -> pyarrow.RecordBatch:
-        """The statistics' Arrow form, version 1 (docs/at-scale.md): one row, :func:`statistics_schema`'s columns:
-        ``settings`` (every setting as compact JSON: equal settings, equal text), ``segment_count``, then per order
-        ``char1_hypothesis_ngrams``, ``char1_reference_ngrams``, ``char1_matching_ngrams``, ...,
-        ``word2_matching_ngrams``, all int64. Rows add up column by column: the rows of any split of a corpus sum
-        to the statistics of the whole."""
-        import pyarrow as pa
-
-        values = [self.segment_count, *(value for order in self.orders for value in order)]
-        return pa.RecordBatch.from_arrays([pa.array([settings_text(self.settings)], pa.string()),
-                                           *(pa.array([value], pa.int64()) for value in values)],
-                                          schema=statistics_schema(self.settings))
-
-    @classmethod
-    def from_arrow(cls, data: Any) -> Counts:
-        """The counts of statistics rows in the Arrow form (a Table, a RecordBatch or an iterable of them, a
-        RecordBatchReader: any number of rows), summed exactly (Python integers), every row checked as
-        :meth:`from_dict` checks: all of one settings (a ValueError naming those that differ otherwise)."""
-        import pyarrow as pa
-
-        total: Counts | None = None
-        for part in [data] if isinstance(data, (pa.Table, pa.RecordBatch)) else data:
-            version = (part.schema.metadata or {}).get(VERSION_KEY)
-            if version is not None and version != str(STATISTICS_VERSION).encode():
-                raise ValueError(f"statistics: version {shown(version.decode(errors='replace'))} is not one this "
-                                 f"library reads ({STATISTICS_VERSION})")
-            if SETTINGS_COLUMN not in part.schema.names:
-                raise ValueError(f"statistics: no {SETTINGS_COLUMN} column")
-            if not part.num_rows:
-                continue
-            settings = same_settings(part.column(SETTINGS_COLUMN).to_pylist())
-            columns = statistic_columns(settings)
-            if set(part.schema.names) != {SETTINGS_COLUMN, *columns}:
-                raise ValueError(f"statistics: the columns of {settings.name} statistics are {SETTINGS_COLUMN}, "
-                                 f"{', '.join(columns)}")
-            rows = zip(*(part.column(name).to_pylist() for name in columns))
-            parts = [cls._checked(settings, row[0], [list(row[k:k + 3]) for k in range(1, len(row), 3)])
-                     for row in rows]
-            total = cls.merge(parts if total is None else [total, *parts])
-        if total is None:
-            raise InvalidInputError(TEXT_KEYS[0], "at least 1 segment, got 0")
-        return total
-
-    @classmethod
-    def of_sums(cls, settings_texts: Iterable[Any], rows: int, sums: Mapping[str, Any],
-                maxima: Mapping[str, Any]) -> Counts:
-        """The counts an engine summed from statistics rows: the rows' distinct ``settings`` (one, or a ValueError
-        naming the settings that differ), their number, and each statistic column's int64 sum (None: the engine
-        saw it overflow) and maximum. A sum is taken only where rows x maximum is below 2^63, so that no int64 sum
-        can have wrapped; otherwise an OverflowError names the column."""
-        settings = same_settings(settings_texts)
-        totals = []
-        for column in statistic_columns(settings):
-            if column not in sums or column not in maxima:
-                raise ValueError(f"statistics: no {column} column")
-            total, largest = sums[column], maxima[column]
-            if total is None or largest is None or int(largest) * rows >= INT64_END:
-                raise OverflowError(f"statistics: {column}: {rows} rows of up to {largest} may sum past 2^63 - 1, "
-                                    f"beyond an int64 sum; merge them in parts (Counts.merge is exact)")
-            totals.append(int(total))
-        try:
-            return cls._checked(settings, totals[0], [totals[k:k + 3] for k in range(1, len(totals), 3)])
-        except ValueError as error:
-            raise ValueError(f"statistics: {error}") from None
 
     def inconsistency(self) -> str | None:
         """What makes these counts impossible for any texts, if anything (None when some texts give them).
@@ -232,59 +172,3 @@ def system_counts(hypothesis_sets: Sequence[Sequence[str]], references: Sequence
     """Several systems' own segment counts against the same references, each reference counted once: an int64 NumPy
     array shaped (systems, segments, orders, 3)."""
     return chosen().system_counts(hypothesis_sets, references, settings)
-
-
-# ---- the statistics' Arrow form --------------------------------------------------------------------------------
-
-SETTINGS_COLUMN = "settings"
-SEGMENTS_COLUMN = "segment_count"
-SIDES = ("hypothesis", "reference", "matching")
-VERSION_KEY = b"chrf_components.statistics"
-INT64_END = 2**63  # an engine's int64 sum holds every total below it
-
-
-def statistic_columns(settings: Settings) -> list[str]:
-    """The int64 columns of the statistics of these settings, in order: ``segment_count``, then three per order."""
-    return [SEGMENTS_COLUMN] + [f"{kind}{n}_{side}_ngrams" for kind, n in
-                                order_labels(settings.char_order, settings.word_order) for side in SIDES]
-
-
-def summed_columns(settings: Settings | None, names: Callable[[], Sequence[str]]) -> list[str]:
-    """The statistic columns an engine sums: those of ``settings`` when given (the CHRF that made them), else every
-    column of the data (``names()``, which may have to look at the data) but ``settings``."""
-    return statistic_columns(settings) if settings is not None else [name for name in names()
-                                                                      if name != SETTINGS_COLUMN]
-
-
-def settings_text(settings: Settings) -> str:
-    """The ``settings`` column's value: every setting as compact JSON (equal settings, equal text)."""
-    return json.dumps(stored(settings), separators=(",", ":"))
-
-
-def statistics_schema(settings: Settings) -> pyarrow.Schema:
-    """The Arrow schema of these settings' statistics, its version in the metadata."""
-    import pyarrow as pa
-
-    return pa.schema([pa.field(SETTINGS_COLUMN, pa.string(), nullable=False)] +
-                     [pa.field(name, pa.int64(), nullable=False) for name in statistic_columns(settings)],
-                     metadata={VERSION_KEY: str(STATISTICS_VERSION).encode()})
-
-
-def same_settings(texts: Iterable[Any]) -> ChrfSettings:
-    """The one settings of statistics rows' ``settings`` values: a ValueError naming the settings that differ (or
-    what is wrong with one), an InvalidInputError if there are none (no segments)."""
-    distinct = sorted(set(texts), key=str)
-    if not distinct:
-        raise InvalidInputError(TEXT_KEYS[0], "at least 1 segment, got 0")
-    settings = []
-    for text in distinct[:2]:
-        try:
-            values = json.loads(text) if isinstance(text, str) else None
-        except ValueError:
-            values = None
-        if not isinstance(values, dict):
-            raise ValueError("statistics: the settings column must hold the settings as a JSON object")
-        settings.append(of_stored(values, "statistics"))
-    if len(settings) > 1:
-        raise ValueError(f"merge: statistics of other settings ({difference(settings[0], settings[1])})")
-    return settings[0]

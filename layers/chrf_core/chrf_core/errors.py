@@ -18,7 +18,6 @@ from .contract import TEXT_SIDES
 
 MAX_SHOWN = 64
 LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-REPORTED = re.compile(r"chrf_core\.errors\.InvalidInputError: (\{\"code\": \"invalid_input\".*\})$", re.MULTILINE)
 
 
 def shown(text: str, limit: int = MAX_SHOWN) -> str:
@@ -74,25 +73,11 @@ class InvalidInputError(ValueError):
         error.relayed_message, error.args, error.json_text = self.relayed_message, self.args, True
         return error
 
-    @classmethod
-    def found_in(cls, error: BaseException) -> InvalidInputError | None:
-        """The InvalidInputError an engine's exception carries from a worker (itself, as its cause, or as the text
-        of one raised :meth:`reported`, which is all that Ray and Spark pass back), relayed; None if none."""
-        seen: set[int] = set()
-        pending: list[Any] = [error]
-        while pending:
-            current = pending.pop()
-            if current is None or id(current) in seen:
-                continue
-            seen.add(id(current))
-            if type(current) is InvalidInputError:  # not an engine's class made to look like it (Ray's)
-                return cls.relayed(current.field, current.message, current.line)
-            pending += [getattr(current, "cause", None), current.__context__, current.__cause__]
-        reported = REPORTED.findall(str(error))  # the last: the worker's own error, under any chained before it
-        if not reported:
-            return None
-        body = json.loads(reported[-1])
-        return cls.relayed(body.get("field"), body["message"], body.get("line"))
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled as what it is (an engine passes a worker's error to the driver so), not re-made from its text."""
+        state = {"relayed_message": self.relayed_message, "json_text": self.json_text, "args": self.args}
+        return (_remade, (type(self), self.field, self.detail, self.index, self.line, self.subject, self.caller_key,
+                          state))
 
     def __str__(self) -> str:
         return json.dumps(self.to_dict(), ensure_ascii=False) if self.json_text else super().__str__()
@@ -153,3 +138,11 @@ def describe(value: Any) -> str:
 def error_envelope(code: str, message: str, **fields: Any) -> str:
     """Every error body the service sends over HTTP: ``{"error": {"code", ..., "message"}}`` as JSON text."""
     return json.dumps({"error": {"code": code, **fields, "message": message}}, ensure_ascii=False)
+
+
+def _remade(cls: type[InvalidInputError], field: str | None, detail: str, index: int | None, line: int | None,
+            subject: str | None, caller_key: bool, state: dict[str, Any]) -> InvalidInputError:
+    """An InvalidInputError unpickled (:meth:`InvalidInputError.__reduce__`)."""
+    error = cls(field, detail, index=index, line=line, subject=subject, caller_key=caller_key)
+    error.relayed_message, error.json_text, error.args = state["relayed_message"], state["json_text"], state["args"]
+    return error

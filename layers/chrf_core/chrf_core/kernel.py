@@ -5,7 +5,7 @@ A kernel counts per-order n-grams (summed, or per segment) and scores many texts
 score of counts is the formula's (:mod:`chrf_core.formula`, above this module), so the MBR operations take it as
 ``exact``: the Python kernel scores every pair with it, the native one scores in double-double arithmetic and calls
 it only where its rounding is undecided. ``KERNEL`` names the one chosen, once, at import (the only place that
-tells the kernels apart is this module). Texts come in as the kernels count them (:func:`texts.prepared`:
+tells the kernels apart is this module). Texts come in as the kernels count them (:func:`preparation.prepared`:
 normalized and lowercased as the settings say, by the readers that name the text a rule refuses); each kernel
 leaves out whitespace itself.
 """
@@ -39,7 +39,8 @@ class Kernel:
 
     def __init__(self, raw_count: Callable[..., Any]) -> None:
         self.raw_count = raw_count  # count(hypothesis_sets, references, char_order, word_order, include_whitespace,
-        #                              per_segment): the kernel's own entry point, texts as texts.prepared gives them
+        #                              per_segment): the kernel's own entry point, texts as preparation.prepared
+        #                              gives them
 
     def _count(self, hypotheses: Sequence[str], references: Sequence[str], settings: Settings,
                per_segment: bool) -> Any:

@@ -28,6 +28,7 @@ from .contract import TEXT_KEYS, Settings
 from .errors import InvalidInputError, describe
 from .formula import exact_score
 from .kernel import chosen, weighted_counts
+from .preparation import prepared
 from .texts import (
     MAX_TEXT_LENGTH,
     check_encodable,
@@ -35,7 +36,6 @@ from .texts import (
     check_ordered,
     check_side,
     check_strings,
-    prepared,
 )
 
 if TYPE_CHECKING:
@@ -64,7 +64,7 @@ def thread_count(threads: Any) -> int:
 
 def checked(settings: Settings, hypotheses: Sequence[str], references: Sequence[str],
             keys: tuple[str, str] = TEXT_KEYS) -> tuple[list[str], list[str]]:
-    """Both sides as lists of valid texts, prepared as the kernels count them (texts.prepared: normalized and
+    """Both sides as lists of valid texts, prepared as the kernels count them (preparation.prepared: normalized and
     lowercased as the settings say): at least one each, strings, encodable, MAX_TEXT_LENGTH together once
     prepared."""
     normalize = settings.normalize
@@ -121,6 +121,16 @@ def integer_weights(weights: Any, references: int) -> list[int] | None:
         raise InvalidInputError("weights", "must not all be 0")
     scale = math.lcm(*(share.denominator for share in exact))
     return [int(share * scale) for share in exact]
+
+
+def weight_shares(weights: Any, references: int) -> list[float]:
+    """One weight per reference, checked as :func:`integer_weights` checks them, as its share of their total (each
+    correctly rounded from the exact share, so at most 1 whatever the weights' scale): for averaging floats, as a
+    weighted mean of pairwise scores does."""
+    exact = integer_weights(weights, references)
+    assert exact is not None, "weights: None has no shares"
+    total = sum(exact)
+    return [float(Fraction(weight, total)) for weight in exact]
 
 
 def aggregate(settings: Settings, hypotheses: list[str], references: list[str], threads: int,

@@ -40,7 +40,8 @@ from .counts import Counts
 from .errors import InvalidInputError
 from .formula import exact_score, float_scores
 from .report import Report, report_of
-from .settings import READ_BACK, ChrfSettings, difference
+from .settings import ChrfSettings, difference
+from .stored import reads_back_as
 from .streams import References, best_rows, chunks_of, corpus_counts, segment_rows, sides_of, systems_rows
 from .texts import check_flag, check_side
 
@@ -48,6 +49,7 @@ if TYPE_CHECKING:
     import numpy
 
 
+@reads_back_as  # settings read back (stored counts, reports, metric states) are made as a CHRF
 @dataclass(frozen=True, eq=False)  # equal, and hashed, as its settings are
 class CHRF(ChrfSettings):
     """chrF / chrF++ with the contract's settings: character orders 1..char_order, word orders 1..word_order (2 gives
@@ -201,5 +203,3 @@ class CHRF(ChrfSettings):
             raise InvalidInputError(TEXT_KEYS[0], "at least 1 segment, got 0")
         return report_of(counts)
 
-
-READ_BACK.append(CHRF)  # settings read back (stored counts, reports, metric states) are this type (settings.read_back)

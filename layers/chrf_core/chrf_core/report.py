@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from .contract import SETTING_KEYS, Settings
 from .counts import Counts, order_labels
 from .formula import averages_and_score, effective, exact_score, f_ratio, float_scores
-from .settings import read_back
+from .stored import read_back
 
 if TYPE_CHECKING:
     import numpy

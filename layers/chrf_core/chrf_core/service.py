@@ -16,8 +16,9 @@ from .counts import Counts, count_segments
 from .errors import InvalidInputError, describe, unknown_key_error
 from .errors import error_envelope as error_envelope  # the service's error body, for the handlers
 from .metric import CHRF
+from .preparation import prepared
 from .report import report_of
-from .texts import check_encodable, joined_texts, measured, prepared
+from .texts import check_encodable, joined_texts, measured
 
 
 def decode_request(data: bytes | str, source: str = "body") -> Any:

@@ -2,7 +2,7 @@
 scores with): the contract's rules and defaults, sacreBLEU's spellings (``whitespace``, ``eps_smoothing``), the
 library's ``normalize`` and the one way in from an object of settings (a request's, an execution's, a stored one).
 The defaults are written here once; the command line's flags and the mbrs backend's Config read them from here.
-Settings read back (stored counts, a report, a metric's state) are a ``CHRF`` (:func:`read_back`)."""
+Settings read back from a stored form are in :mod:`chrf_core.stored`."""
 
 from __future__ import annotations
 
@@ -145,37 +145,6 @@ def _integer(key: str, value: Any, low: int, high: int) -> int:
         shown_value = value if abs(value) < 10**15 else "a number out of range"
         raise InvalidInputError(key, f"must be an integer from {low} to {high}, got {shown_value}")
     return value
-
-
-# ---- settings as stored statistics carry them (Counts.to_dict, Counts.to_arrow) --------------------------------
-
-
-def stored(settings: Settings) -> dict[str, int | bool | str | None]:
-    """Every setting that changes a count, as stored statistics carry them: the contract's, then ``normalize``."""
-    return {**settings.as_dict(), "normalize": settings.normalize}
-
-
-READ_BACK: list[type[ChrfSettings]] = [ChrfSettings]  # chrf_core.metric puts CHRF here as it defines it
-
-
-def read_back(*values: Any, **named: Any) -> ChrfSettings:
-    """Settings read back (stored counts, a report's output, a metric's state) as the one type the project scores
-    with: a ``CHRF`` (which names itself in READ_BACK as it is defined, above this module), so that what is read
-    back scores again as what made it."""
-    return READ_BACK[-1](*values, **named)
-
-
-def of_stored(values: Any, subject: str = "counts") -> ChrfSettings:
-    """Settings read back from :func:`stored`'s form (``normalize`` may be absent: None), integers as integers: a
-    ValueError naming ``subject`` and what is wrong."""
-    keys = set(values) if isinstance(values, dict) else set()
-    if not keys or keys - {"normalize"} != set(SETTING_KEYS) or any(
-            type(values[key]) is not int for key in INTEGER_RANGES):
-        raise ValueError(f"{subject}: settings must name every setting, integers as integers")
-    try:
-        return read_back(**values)
-    except InvalidInputError as error:
-        raise ValueError(f"{subject}: {error.message}") from None
 
 
 def difference(settings: Settings, other: Settings) -> str:

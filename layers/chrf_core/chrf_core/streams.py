@@ -13,7 +13,8 @@ from .counts import Counts, count_segments, segment_counts, system_counts
 from .errors import InvalidInputError
 from .formula import sacrebleu_scores
 from .kernel import Triple
-from .texts import check_chunk, check_flag, check_side, prepared
+from .preparation import prepared
+from .texts import check_chunk, check_flag, check_side
 
 if TYPE_CHECKING:
     import numpy
@@ -28,7 +29,7 @@ def present(stream: list[Any]) -> list[str]:
 
 
 class Sides(NamedTuple):
-    """The hypotheses and the reference streams, read under ``settings`` (texts.prepared); ``hint`` is what to add
+    """The hypotheses and the reference streams, read under ``settings`` (preparation.prepared); ``hint`` is what to add
     to a message about unequal lengths."""
 
     settings: Settings

@@ -3,7 +3,7 @@ line (which marks unmatched words)."""
 
 from __future__ import annotations
 
-from .texts import prepared_text
+from .preparation import prepared_text
 
 ASCII_PUNCTUATION = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")  # string.punctuation
 
@@ -13,7 +13,7 @@ def words(text: str, normalize: str | None = None, lowercase: bool = False) -> l
 
     Split on whitespace (Python's, which is the contract's set); a one-code-point word stays whole; otherwise one
     trailing, else one leading, ASCII punctuation mark is split off. With ``normalize`` ("NFC" or "NFKC") or
-    ``lowercase``, each token is then prepared as the kernels count it (texts.prepared_text: normalized in linear
+    ``lowercase``, each token is then prepared as the kernels count it (preparation.prepared_text: normalized in linear
     time, then lowercased).
     """
     tokens: list[str] = []

@@ -20,8 +20,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from .errors import InvalidInputError
-from .metric import CHRF
+from ..errors import InvalidInputError
+from ..metric import CHRF
 
 NAME = "chrf_core"
 
