@@ -46,15 +46,15 @@ $(MBRS_VENV)/.installed: requirements-mbrs.txt
 	if $(MBRS_VENV)/bin/python -c 'import mbrs.metrics' 2>/dev/null; then touch $@; else \
 		echo "make setup-mbrs: mbrs did not install (see above); its tests will say so" >&2; rm -rf $(MBRS_VENV); fi
 
-# The engines (Ray, Spark, Dask, PyTorch's CPU build with torchmetrics; about 2 GB) in their own environment, for the
-# tests of chrf_core.engines.ray, .spark, .dask and .torchmetrics on the engines themselves, with this clone's layer on the
-# path (a .pth file: the engines' own worker processes import it too). Spark needs Java 17 (java on PATH).
+# The engines (Ray, Spark, Dask, PyTorch's CPU build with torchmetrics and Lightning; about 2 GB) in their own
+# environment, for the tests of chrf_core.engines on the engines themselves, with this clone's layer on the path (a
+# .pth file: the engines' own worker processes import it too). Spark needs Java 17 (java on PATH).
 setup-engines: $(ENGINES_VENV)/.installed
 $(ENGINES_VENV)/.installed: requirements-engines.txt
-	@echo "== make setup-engines: Ray, Spark, Dask, PyTorch (CPU) and torchmetrics into .venv-engines (about 2 GB, a minute or two) =="
+	@echo "== make setup-engines: Ray, Spark, Dask, PyTorch (CPU), torchmetrics and Lightning into .venv-engines (about 2 GB, a minute or two) =="
 	@rm -rf $(ENGINES_VENV) && $(PYTHON) -m venv $(ENGINES_VENV) && \
 	$(ENGINES_VENV)/bin/pip install -q -r requirements-engines.txt 2>&1 | grep -v -e 'is ignored: it is neither' >&2; \
-	if $(ENGINES_VENV)/bin/python -c 'import ray.data, pyspark, dask.dataframe, distributed, torchmetrics' 2>/dev/null; then \
+	if $(ENGINES_VENV)/bin/python -c 'import ray.data, pyspark, dask.dataframe, distributed, torchmetrics, pytorch_lightning, matplotlib' 2>/dev/null; then \
 		echo "$(abspath layers/chrf_core)" > "$$($(ENGINES_VENV)/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/chrf_components_layer.pth" && touch $@; \
 	else echo "make setup-engines: the engines did not install (see above); their tests will say so" >&2; rm -rf $(ENGINES_VENV); fi
 
@@ -190,7 +190,7 @@ wheelhouse: setup
 # invoke`, then one warm start-lambda and start-api against `serve`. Needs a container engine (one running, or
 # Debian's docker.io to start as root) and mmdebstrap to build the python3.13 image offline; says so and skips
 # otherwise (fails under CHRF_REQUIRE_TOOLS=1). Leaves no daemon or container running.
-sam-local: setup-dev build
+sam-local: setup-dev wheelhouse build
 	CHRF_SAM_LOCAL=1 $(BIN)/python -m pytest tests/sam_local
 
 # What the library's own tests need is the layer, NumPy, pytest, hypothesis and sacreBLEU: tests/unit runs with
@@ -200,18 +200,28 @@ WITHOUT_SERVICE := aws_lambda_powertools,yaml,boto3,botocore,waitress,moto,reque
 UNIT_ALONE := PYTHONPATH=tests/without CHRF_WITHOUT=$(WITHOUT_SERVICE) $(BIN)/python -m pytest -p no:schemathesis \
 	-p no:anyio tests/unit
 
-# Everything, under both counting kernels: the suite with the native kernel (which must load), then the layer,
-# handler and pipeline tests again with the pure-Python kernel (the layer's tests in the library's own environment;
-# the local pipeline's command-line runs, which count as the pipeline tests beside them do, only once).
-test: setup-system lint build arm64-python dist wheelhouse setup-mbrs setup-engines
-	CHRF_REQUIRE_BUILD=1 $(BIN)/python -m pytest
-	$(MAKE) --no-print-directory test-engines
-	$(MAKE) --no-print-directory sam-local
-	CHRF_CORE_NATIVE=0 $(UNIT_ALONE)
-	CHRF_CORE_NATIVE=0 $(BIN)/python -m pytest tests/handler tests/pipeline --ignore=tests/pipeline/test_local_pipeline.py
+# Everything, under both counting kernels: the checks and builds, the suite with the native kernel (which must
+# load), the engines, the real SAM CLI, then the layer, handler and pipeline tests again with the pure-Python kernel
+# (the layer's tests in the library's own environment; the local pipeline's command-line runs, which count as the
+# pipeline tests beside them do, only once). Every stage runs whatever another one did: a failing stage hides none,
+# and the failed ones are named at the end (make test then fails).
+test: setup-system setup-dev arm64-python wheelhouse setup-mbrs setup-engines
+	@failed=(); \
+	stage() { local name="$$1"; shift; echo "== make test: $$name =="; "$$@" || failed+=("$$name"); }; \
+	stage "lint (ruff, mypy)" $(MAKE) --no-print-directory lint; \
+	stage "sam build (make build)" $(MAKE) --no-print-directory build; \
+	stage "the distributions (make dist)" $(MAKE) --no-print-directory dist; \
+	stage "the suite, native kernel" env CHRF_REQUIRE_BUILD=1 $(BIN)/python -m pytest; \
+	stage "the engines (make test-engines)" $(MAKE) --no-print-directory test-engines; \
+	stage "the real SAM CLI (make sam-local)" $(MAKE) --no-print-directory sam-local; \
+	stage "the library alone, pure-Python kernel" env CHRF_CORE_NATIVE=0 $(UNIT_ALONE); \
+	stage "handler and pipeline, pure-Python kernel" env CHRF_CORE_NATIVE=0 $(BIN)/python -m pytest tests/handler \
+		tests/pipeline --ignore=tests/pipeline/test_local_pipeline.py; \
+	if [ $${#failed[@]} -gt 0 ]; then printf '== make test: FAILED: %s\n' "$${failed[@]}"; exit 1; fi; \
+	echo "== make test: every stage passed =="
 
-# The engines' tests (tests/engines) in .venv-engines: Ray (2 CPUs), Spark (local[2]), Dask and torchmetrics, each
-# against one process's numbers; the docs' examples (docs/at-scale.md) among them. CHRF_ENGINES=1: an engine that
+# The engines' tests (tests/engines) in .venv-engines: Ray (2 CPUs), Spark (local[2]), Dask, torchmetrics and a
+# Lightning Trainer, each against one process's numbers; the docs' examples (docs/at-scale.md) among them. CHRF_ENGINES=1: an engine that
 # does not import fails its tests instead of skipping them.
 test-engines: setup-engines kernel
 	@[ -x $(ENGINES_VENV)/bin/python ] || { echo "make test-engines: no .venv-engines (make setup-engines failed above)"; exit 1; }

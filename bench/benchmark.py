@@ -14,8 +14,10 @@
    `fastchrf.pairwise_chrf` and sacreBLEU's `sentence_score`, at 256 x 256 and 1024 x 1024.
 8. MBR decoding in fastChrF's own set-up (n = 4 ... 1024 samples, batches of 1 and 32 sources, chrF and chrF++):
    `pairwise_batch` and `aggregate_batch` against fastChrF's `pairwise_chrf` and `aggregate_chrf`.
-9. Beyond one machine: the corpus score of 1M real lines on Ray, Spark, Dask, torchmetrics and chrf_core.engines.arrow
-   (.venv-engines, bench/engines.py) against `score` on the same files, and the size of one part's statistics.
+9. Beyond one machine: the corpus score of 1M real lines on Ray, Spark, Dask, torchmetrics and
+   chrf_core.engines.arrow (.venv-engines, bench/engines.py) against `score` on the same files, and the size of one
+   part's statistics; scores per group of a WMT-shaped table (300 systems) on each engine against a loop of
+   corpus_score per group; a Parquet file read by each engine, reading and scoring timed apart.
 10. The corpus pipeline on this machine: `pipeline run --local` (serve's S3 and Step Functions, the state machine on
    the local runner, the functions in their environments) against `score` on the same 1M lines, time and peak RSS
    of the command's own process (the functions' environments are processes of their own), rounds interleaved.
@@ -43,6 +45,7 @@ import sys
 import tempfile
 import time
 import timeit
+from typing import Any
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "cli"), str(ROOT / "layers" / "chrf_core"),
@@ -378,10 +381,23 @@ def threads_table(rounds: int, cores: int) -> None:
 
 ENGINES_PYTHON = ROOT / ".venv-engines" / "bin" / "python"
 ENGINES = ("arrow", "dask", "torchmetrics", "ray", "spark")
+GROUP_ENGINES = ("loop", "arrow", "dask", "ray", "spark")
+PARQUET_ENGINES = ("arrow", "dask", "ray", "spark")
+
+
+def engine_run(engine: str, hyp: pathlib.Path, ref: pathlib.Path, timeout: float,
+               *mode: str) -> tuple[float, float, dict[str, Any]] | None:
+    """One run of bench/engines.py in .venv-engines: the command's wall seconds, its peak RSS and what it printed."""
+    with tempfile.NamedTemporaryFile("r") as output:
+        argv = [str(ENGINES_PYTHON), str(ROOT / "bench" / "engines.py"), engine, str(hyp), str(ref), "8", *mode]
+        timed = measure(["/bin/sh", "-c", '"$@" > "$0"', output.name, *argv], timeout)
+        return None if not timed else (timed[0], timed[1], json.loads(output.read()))
 
 
 def engines_table(segments: int, rounds: int, timeout: float) -> None:
-    """Each engine's corpus score of the same files as one process's `score`, in interleaved rounds (table 9)."""
+    """Each engine's corpus score of the same files as one process's `score`, in interleaved rounds; scores per
+    group of a WMT-shaped table against a loop of corpus_score per group; a Parquet file read by each engine, the
+    reading and the scoring timed apart (table 9)."""
     print(f"\n9. Beyond one machine: chrF++ corpus score of {segments:,} real lines on each engine ({os.cpu_count()} "
           f"cores here) against one process's `score`, best of {rounds} interleaved rounds\n")
     if not ENGINES_PYTHON.exists():
@@ -391,7 +407,7 @@ def engines_table(segments: int, rounds: int, timeout: float) -> None:
               f"{'parts':>7}  statistics of one part")
     print(header + "\n" + "-" * len(header))
     best: dict[str, list[float]] = {}
-    details: dict[str, dict[str, object]] = {}
+    details: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory() as folder:
         hyp, ref = corpus_files(pathlib.Path(folder), segments)
         expected = json.loads(subprocess.run([str(BIN / "chrf-components"), "score", str(hyp), str(ref),
@@ -402,17 +418,13 @@ def engines_table(segments: int, rounds: int, timeout: float) -> None:
             if timed:
                 best["score"] = min(best.get("score", [math.inf, 0]), [timed[0], timed[1]])
             for engine in ENGINES:
-                with tempfile.NamedTemporaryFile("r") as output:
-                    argv = [str(ENGINES_PYTHON), str(ROOT / "bench" / "engines.py"), engine, str(hyp), str(ref),
-                            "8"]
-                    timed = measure(["/bin/sh", "-c", '"$@" > "$0"', output.name, *argv], timeout)
-                    if not timed:
-                        continue
-                    result = json.loads(output.read())
-                if result["score"] != expected:
-                    raise RuntimeError(f"{engine}: score {result['score']}, one process {expected}")
-                if timed[0] < best.get(engine, [math.inf])[0]:
-                    best[engine], details[engine] = [timed[0], timed[1]], result
+                run = engine_run(engine, hyp, ref, timeout)
+                if not run:
+                    continue
+                if run[2]["score"] != expected:
+                    raise RuntimeError(f"{engine}: score {run[2]['score']}, one process {expected}")
+                if run[0] < best.get(engine, [math.inf])[0]:
+                    best[engine], details[engine] = [run[0], run[1]], run[2]
     score_seconds = best["score"][0]
     print(f"{'score (1 core)':<14}{score_seconds:>9.1f}s{'':>10}{score_seconds:>9.1f}s{'1.00x':>10}"
           f"{best['score'][1]:>9.0f} MB{1:>7}")
@@ -426,7 +438,67 @@ def engines_table(segments: int, rounds: int, timeout: float) -> None:
               f"{result['statistics_arrow_bytes']:,} B Arrow IPC, {result['statistics_json_bytes']} B JSON")
     print("  (command: the whole process, interpreter and engine start-up included; vs score: command / score's;\n"
           "   every engine's report equals score --json's; RSS: the driver's (Ray's and Spark's workers are other "
-          "processes);\n   arrow: chrf_core.engines.arrow in one process; torchmetrics: update() per part in one process)")
+          "processes);\n   arrow: chrf_core.engines.arrow in one process; torchmetrics: update() per part in one "
+          "process)")
+    groups_rows(segments * 6 // 10, rounds, timeout)
+    parquet_rows(segments // 5, rounds, timeout)
+
+
+def groups_rows(segments: int, rounds: int, timeout: float) -> None:
+    """Scores per group: a WMT-shaped table (300 systems, each the same segments; rows in system order, 8 partitions
+    of skewed sizes), one corpus_score(..., by="system") per engine against a loop of corpus_score per group."""
+    systems = 300
+    print(f"\n   Scores per group, one pass: {systems} systems x {segments // systems:,} segments ({segments:,} rows, "
+          f"8 partitions, half the rows in the first), by=\"system\",\n   against a loop of corpus_score per group "
+          f"in one process (loop); best of {rounds} interleaved rounds\n")
+    header = f"{'engine':<14}{'command':>10}{'start-up':>10}{'scoring':>10}{'vs loop':>10}{'driver RSS':>12}"
+    print(header + "\n" + "-" * len(header))
+    best: dict[str, tuple[float, float, dict[str, Any]]] = {}
+    with tempfile.TemporaryDirectory() as folder:
+        hyp, ref = corpus_files(pathlib.Path(folder), segments)
+        for _ in range(rounds):
+            for engine in GROUP_ENGINES:
+                run = engine_run(engine, hyp, ref, timeout, "groups", str(systems))
+                if not run:
+                    continue
+                if "loop" in best and (run[2]["score"], run[2]["groups"]) != (best["loop"][2]["score"], systems):
+                    raise RuntimeError(f"{engine}: {run[2]['groups']} groups, scores summing to {run[2]['score']}")
+                if engine not in best or run[0] < best[engine][0]:
+                    best[engine] = run
+    for engine in GROUP_ENGINES:
+        if engine not in best or "loop" not in best:
+            print(f"{engine:<14}{'timed out':>10}")
+            continue
+        seconds, memory, result = best[engine]
+        print(f"{engine:<14}{seconds:>9.1f}s{result['start']:>9.1f}s{result['score_seconds']:>9.1f}s"
+              f"{result['score_seconds'] / best['loop'][2]['score_seconds']:>9.2f}x{memory:>9.0f} MB")
+    print("  (vs loop: scoring seconds against the loop's; every engine's 300 reports equal the loop's)")
+
+
+def parquet_rows(segments: int, rounds: int, timeout: float) -> None:
+    """A Parquet file (8 row groups) read by each engine's own reader, then scored: where the time goes."""
+    print(f"\n   A Parquet file of {segments:,} rows read by each engine's own reader, then corpus_score: start-up, "
+          f"reading (the data\n   materialized) and scoring timed apart; best of {rounds} interleaved rounds\n")
+    header = f"{'engine':<14}{'command':>10}{'start-up':>10}{'reading':>10}{'scoring':>10}{'parts':>7}"
+    print(header + "\n" + "-" * len(header))
+    best: dict[str, tuple[float, float, dict[str, Any]]] = {}
+    with tempfile.TemporaryDirectory() as folder:
+        hyp, ref = corpus_files(pathlib.Path(folder), segments)
+        for _ in range(rounds):
+            for engine in PARQUET_ENGINES:
+                run = engine_run(engine, hyp, ref, timeout, "parquet", folder)
+                if run and (engine not in best or run[0] < best[engine][0]):
+                    best[engine] = run
+    for engine in PARQUET_ENGINES:
+        if engine not in best:
+            print(f"{engine:<14}{'timed out':>10}")
+            continue
+        seconds, _, result = best[engine]
+        reading = result["phases"]["read"]
+        print(f"{engine:<14}{seconds:>9.1f}s{result['start']:>9.1f}s{reading:>9.1f}s"
+              f"{result['score_seconds'] - reading:>9.1f}s{result['partitions']:>7}")
+    print("  (start-up: the engine's, and for all of them writing the file; parts: the blocks or partitions the "
+          "reader made)")
 
 
 def import_times() -> None:

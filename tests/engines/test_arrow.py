@@ -346,13 +346,14 @@ def test_scores_per_group_come_as_a_table_of_keys_scores_and_statistics():
 
 @pytest.mark.parametrize(("by", "message"), [
     ("nope", r"^nope: no such column \(the columns: id, system, hypothesis"),
-    ("segment_count", r"^segment_count: is the name of a statistics column: group by other columns"),
+    ("segment_count", r"^segment_count: is the name of a statistics or score column: group by other columns"),
+    ("score", r"^score: is the name of a statistics or score column"),
     (["system", "system"], r"^system: is named twice"),
     ([], r"^by: name at least one column to group by"),
-    ("score", r"^score: a group column must hold strings, integers, booleans, dates or times .*got double$"),
+    ("weight", r"^weight: a group column must hold strings, integers, booleans, dates or times .*got double$"),
 ])
 def test_a_group_column_that_cannot_group_is_named(by, message):
-    data = table(CORPUS).append_column("score", pa.array([0.5] * len(CORPUS["id"])))
+    data = table(CORPUS).append_column("weight", pa.array([0.5] * len(CORPUS["id"])))
     with pytest.raises(InvalidInputError, match=message):
         arrow.corpus_score(data, CHRF(), by=by)
 

@@ -17,12 +17,15 @@ EXAMPLES = EXAMPLE.findall(PAGE.read_text(encoding="utf-8"))
 LOOPBACK = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "SPARK_LOCAL_IP": "127.0.0.1"}
 
 
-def test_the_page_has_an_example_with_its_output_per_engine():
+def test_the_page_has_an_example_with_its_output_per_engine_with_groups_errors_and_a_lightning_loop():
     code = "\n".join(program for program, _ in EXAMPLES)
     assert len(EXAMPLES) == 5 and PAGE.read_text(encoding="utf-8").count("```python") == 5
     for module in ("arrow", "ray", "spark", "dask", "torchmetrics"):
-        assert f"chrf_core.{module} import" in code or f"import {module} as chrf_{module}" in code or \
-            f"from chrf_core import CHRF, Counts, {module}" in code, module
+        assert f"from chrf_core.engines.{module} import" in code or \
+            f"from chrf_core.engines import {module} as chrf_{module}" in code or \
+            f"from chrf_core.engines import {module}\n" in code, module
+    assert code.count("by=") >= 4 and "pl.Trainer(" in code and 'self.log("chrf", self.chrf' in code
+    assert code.count("except ") >= 2  # a forged statistics row and a column of lists refused, as they print
 
 
 @pytest.mark.parametrize(("program", "output"), EXAMPLES, ids=[f"example {k + 1}" for k in range(len(EXAMPLES))])

@@ -202,25 +202,21 @@ def test_the_python_api_page_examples_run_as_doctests(kernel):
     assert result.attempted >= 5 and result.failed == 0
 
 
-def test_the_readme_python_example_runs_and_picks_the_candidate_the_others_agree_with_most(kernel, capsys):
+def test_the_readme_python_example_runs_as_written_and_prints_what_it_shows(kernel, capsys, monkeypatch):
+    """The README's block runs as written from the clone's folder, in a namespace of its own (hypotheses,
+    references, candidates and candidate_sets were undefined there), and prints the text block that follows it."""
     import re
 
     from support import ROOT
 
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    example = re.search(r"```python\n(.*?)```", readme, re.S).group(1)
-    pairs = real_pairs()[:10]
-    candidates = ["the cat sat on the mat", "a cat sat on the mat", "the cat sat on a mat", "dogs bark"]
-    candidate_sets = [candidates, candidates[::-1], candidates[:1]]
-    namespace = {"hypotheses": [h for h, _ in pairs], "references": [r for _, r in pairs], "candidates": candidates,
-                 "candidate_sets": candidate_sets}
+    example, shown = re.search(r"```python\n(.*?)```\n\n```text\n(.*?)```", readme, re.S).groups()
+    monkeypatch.chdir(ROOT)
+    namespace: dict = {}
     exec(compile(example, "README.md", "exec"), namespace)
-    result = namespace["result"]
-    assert namespace["best"] == "the cat sat on the mat"
-    assert candidates[namespace["utility"].argmax()] == "the cat sat on the mat"
-    assert [len(scores) for scores in namespace["per_source"]] == [4, 4, 1]
-    assert namespace["report"] == result.to_dict() and result.segment_count == 10 and len(namespace["scores"]) == 10
-    assert capsys.readouterr().out.split()[:3] == ["chrF2++", "=", f"{result.score:.2f}"]
+    assert capsys.readouterr().out == shown
+    assert namespace["best"] == "the cat sat on the mat" and namespace["result"].segment_count == 10
+    assert namespace["report"] == namespace["result"].to_dict() and len(namespace["scores"]) == 10
 
 
 def test_ctrl_c_stops_a_large_native_pairwise_matrix_within_a_row(tmp_path):

@@ -222,7 +222,7 @@ def statistics(data: Any, chrf: CHRF, hypothesis: str = "hypothesis", references
         if batch.num_rows:
             part = _grouped(chrf, batch, columns, offset, names) if names else {(): _counted(chrf, batch, columns,
                                                                                               offset)}
-            groups = form.merged([groups, part])
+            form.add(groups, part)
     if keys is None:  # no batch at all: the group columns' types are not known
         import pyarrow as pa
 

@@ -59,15 +59,22 @@ def corpus_score(frame: Any, chrf: CHRF, hypothesis: str = "hypothesis",
                  references: str | Sequence[str] = "reference", *,
                  by: str | Sequence[str] | None = None) -> Report | form.Grouped:
     """``chrf.corpus_score`` of every row of ``frame`` (with ``by``, of each group's rows: a ``Grouped``), byte for
-    byte one process's."""
-    keys = form.fields(_schema(frame), form.group_names(by))
-    return form.scored(chrf, counts(statistics(frame, chrf, hypothesis, references, by=by), by=by), by, keys)
+    byte one process's. The statistics are checked where they are made (in the same task), then summed."""
+    names = form.group_names(by)
+    keys = form.fields(_schema(frame), names)
+    rows = _statistics_frame(frame, chrf, hypothesis, references, by, checked=True)
+    return form.scored(chrf, _summed(rows, names, by), by, keys)
 
 
 def statistics(frame: Any, chrf: CHRF, hypothesis: str = "hypothesis", references: str | Sequence[str] = "reference",
                *, by: str | Sequence[str] | None = None) -> Any:
     """A DataFrame of statistics rows (:mod:`chrf_core.engines.statistics`): one per partition, or with ``by`` one
     per group and partition, lazily: keep it (``write.parquet``), or sum it with :func:`counts`."""
+    return _statistics_frame(frame, chrf, hypothesis, references, by, checked=False)
+
+
+def _statistics_frame(frame: Any, chrf: CHRF, hypothesis: str, references: str | Sequence[str],
+                      by: str | Sequence[str] | None, checked: bool) -> Any:
     from pyspark.sql.pandas.types import from_arrow_schema
 
     names = form.group_names(by)
@@ -75,20 +82,24 @@ def statistics(frame: Any, chrf: CHRF, hypothesis: str = "hypothesis", reference
     arrow.Columns.of(schema, hypothesis, references)
     keys = form.fields(schema, names)
     columns = list(dict.fromkeys([*names, hypothesis, *_names(references)]))
-    return frame.select(*columns).mapInArrow(partial(_statistics, chrf, hypothesis, references, by),
+    return frame.select(*columns).mapInArrow(partial(_statistics, chrf, hypothesis, references, by, checked),
                                              from_arrow_schema(form.schema(chrf, keys)))
 
 
 def _statistics(chrf: CHRF, hypothesis: str, references: str | Sequence[str], by: str | Sequence[str] | None,
-                batches: Iterator[pyarrow.RecordBatch]) -> Iterator[pyarrow.RecordBatch]:
+                checked: bool, batches: Iterator[pyarrow.RecordBatch]) -> Iterator[pyarrow.RecordBatch]:
+    """A partition's statistics rows; ``checked``: checked where they are made, as :func:`counts` checks rows it
+    reads (so that corpus_score sums them without a pass of its own)."""
     with in_worker(_partition()):
-        yield from arrow.statistics(batches, chrf, hypothesis, references, by=by).to_batches()
+        rows = arrow.statistics(batches, chrf, hypothesis, references, by=by)
+        if checked:
+            form.summed(rows, form.group_names(by))
+        yield from rows.to_batches()
 
 
 def counts(statistics: Any, *, by: str | Sequence[str] | None = None) -> Counts | dict[Any, Counts]:
     """The exact sum of a DataFrame of statistics rows: each partition's rows checked and summed where they lie,
     then Spark's ``try_sum`` per column (grouped by the settings, and with ``by`` by the groups too)."""
-    from pyspark.sql import functions
     from pyspark.sql.types import LongType, StringType, StructField, StructType
 
     names = form.group_names(by)
@@ -101,7 +112,15 @@ def counts(statistics: Any, *, by: str | Sequence[str] | None = None) -> Counts 
     summed_columns = [name for name in present if name not in names and name != form.SETTINGS_COLUMN]
     checked_schema = StructType([*(schema[name] for name in names), StructField(form.SETTINGS_COLUMN, StringType()),
                                  *(StructField(name, LongType()) for name in summed_columns)])
-    checked = statistics.mapInArrow(partial(_checked, names), checked_schema)
+    return _summed(statistics.mapInArrow(partial(_checked, names), checked_schema), names, by)
+
+
+def _summed(checked: Any, names: tuple[str, ...], by: str | Sequence[str] | None) -> Counts | dict[Any, Counts]:
+    """Checked statistics rows (the settings in their one form) summed by Spark's ``try_sum``, grouped by the
+    settings and the groups; each sum checked again on the driver."""
+    from pyspark.sql import functions
+
+    summed_columns = [name for name in checked.columns if name not in names and name != form.SETTINGS_COLUMN]
     with on_driver():
         rows = checked.groupBy(form.SETTINGS_COLUMN, *names).agg(
             *(functions.try_sum(name).alias(name) for name in summed_columns)).collect()

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 SETTINGS_COLUMN = "settings"
 SEGMENTS_COLUMN = "segment_count"
 PARTIAL_COLUMN = "counts"  # a partial sum as its JSON form (Counts.to_dict), where an engine's reduction needs one
+SCORE_COLUMN = "score"  # each group's score, in Grouped.to_arrow
 VERSION_KEY = b"chrf_components.statistics"
 INT64_END = 2**63  # an int64 column holds every count below it
 
@@ -99,9 +100,9 @@ def group_names(by: str | Sequence[str] | None) -> tuple[str, ...]:
     if not names:
         raise InvalidInputError("by", "name at least one column to group by (or None: one score)")
     for name in names:
-        if names.count(name) > 1 or name in (SETTINGS_COLUMN, PARTIAL_COLUMN, SEGMENTS_COLUMN) or \
+        if names.count(name) > 1 or name in (SETTINGS_COLUMN, PARTIAL_COLUMN, SEGMENTS_COLUMN, SCORE_COLUMN) or \
                 name.endswith("_ngrams"):
-            problem = "is named twice" if names.count(name) > 1 else "is the name of a statistics column"
+            problem = "is named twice" if names.count(name) > 1 else "is the name of a statistics or score column"
             raise InvalidInputError(shown(name), f"{problem}: group by other columns (rename this one)",
                                     caller_key=True)
     return names
@@ -138,19 +139,23 @@ class Grouped(dict[Any, "Report"]):
         import pyarrow as pa
 
         if not self:
-            return pa.table({field.name: pa.array([], field.type) for field in self.key_fields} | {"score": pa.array(
-                [], pa.float64())})
+            return pa.table({field.name: pa.array([], field.type) for field in self.key_fields} | {
+                SCORE_COLUMN: pa.array([], pa.float64())})
         settings = next(iter(self.values())).settings
-        rows = table(settings, {(key if isinstance(self.by, (list, tuple)) else (key,)): Counts(
+        rows = table(settings, {((key,) if isinstance(self.by, str) else key): Counts(
             report.settings, report.segment_count, tuple((o.hypothesis_ngrams, o.reference_ngrams, o.matching_ngrams)
                                                           for o in report.orders)) for key, report in self.items()},
                      self.key_fields)
-        return rows.add_column(len(self.key_fields), pa.field("score", pa.float64(), nullable=False),
+        return rows.add_column(len(self.key_fields), pa.field(SCORE_COLUMN, pa.float64(), nullable=False),
                                pa.array([report.score for report in self.values()], pa.float64()))
 
     def to_pandas(self) -> Any:
         """:meth:`to_arrow` as a pandas DataFrame."""
         return self.to_arrow().to_pandas()
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{key!r}: {report}" for key, report in self.items())
+        return f"Grouped(by={self.by!r}, {{{shown}}})"
 
 
 def _order(key: Any) -> tuple[Any, ...]:
@@ -322,17 +327,21 @@ def merged(parts: Iterable[Mapping[Key, Counts]]) -> dict[Key, Counts]:
     """Partial sums of several tasks added up per group (exactly); parts of other settings are refused by name."""
     total: dict[Key, Counts] = {}
     for part in parts:
-        for key, counts in part.items():
-            before = total.get(key)
-            if before is not None and before.settings != counts.settings:
-                raise InvalidInputError(None, f"statistics of other settings "
-                                              f"({difference(before.settings, counts.settings)})", subject="merge")
-            total[key] = counts if before is None else Counts.merge([before, counts])
-    settings = {counts.settings for counts in total.values()}
-    if len(settings) > 1:
-        first, second = list(settings)[:2]
-        raise InvalidInputError(None, f"statistics of other settings ({difference(first, second)})", subject="merge")
+        add(total, part)
     return total
+
+
+def add(total: dict[Key, Counts], part: Mapping[Key, Counts]) -> None:
+    """One task's partial sums added to ``total``, in place, group by group; parts of other settings than those
+    already there are refused by name."""
+    settings = next(iter(total.values())).settings if total else None
+    for key, counts in part.items():
+        if settings is not None and counts.settings != settings:
+            raise InvalidInputError(None, f"statistics of other settings ({difference(settings, counts.settings)})",
+                                    subject="merge")
+        settings = counts.settings
+        before = total.get(key)
+        total[key] = counts if before is None else Counts.merge([before, counts])
 
 
 def partial_text(counts: Counts) -> str:
