@@ -6,6 +6,7 @@ import argparse
 import os
 import re
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import NamedTuple, NoReturn
 
@@ -83,11 +84,26 @@ def input_roles(args: argparse.Namespace, systems: bool = False) -> Inputs:
     return Inputs(hypotheses, references)
 
 
-def write_output(target: str, text: str) -> None:
-    """``text`` to a file, or to standard output for '-'."""
+def refuse_over_inputs(flag: str, target: str, inputs: Iterable[str], what: str = "an input file") -> None:
+    """A file the command line writes is never one it reads (an input, the template, a definition): the same file by
+    device and inode, however it is named (another relative path, a symbolic or a hard link), is refused in one line
+    before anything is written."""
+    if target == "-":
+        return
+    key = same_file_key(target)
+    for name in inputs:
+        if name != "-" and same_file_key(name) == key:
+            shown_name = "" if os.path.abspath(name) == os.path.abspath(target) else f" ({name})"
+            raise CommandError(f"{flag} {target}: is {what}{shown_name}; writing there would overwrite it")
+
+
+def write_output(target: str, text: str, inputs: Iterable[str] = ()) -> None:
+    """``text`` to a file, or to standard output for '-'; never over one of ``inputs`` (:func:`refuse_over_inputs`,
+    checked again here: the file may have been made a link to an input since the command started)."""
     if target == "-":
         sys.stdout.write(text)
         return
+    refuse_over_inputs("--html", target, inputs)
     try:
         Path(target).write_text(text, encoding="utf-8")
     except OSError as error:

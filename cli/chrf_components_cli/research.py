@@ -10,7 +10,15 @@ import sys
 from chrf_core import Report, score_text
 from chrf_core.arrays import json_lines, score_texts
 
-from .common import CommandError, input_roles, open_inputs, same_file_key, settings_from, write_output
+from .common import (
+    CommandError,
+    input_roles,
+    open_inputs,
+    refuse_over_inputs,
+    same_file_key,
+    settings_from,
+    write_output,
+)
 from .lines import aligned_chunks, check_line_counts
 
 
@@ -23,6 +31,9 @@ def command_score(args: argparse.Namespace) -> int:
         raise CommandError("-w/--width goes with -b/--score-only: decimals from 0 to 16")
     settings = settings_from(args)
     inputs = input_roles(args)
+    read = [*inputs.hypotheses, *inputs.references]
+    if args.html:
+        refuse_over_inputs("--html", args.html, read)
     files = open_inputs((inputs.hypotheses[0], "HYP_FILE"), *[(name, "REF_FILE") for name in inputs.references])
     progress = corpus.progress_printer(files)
     try:
@@ -35,7 +46,7 @@ def command_score(args: argparse.Namespace) -> int:
     report = settings.report(result.counts)
     if args.html:
         write_output(args.html, pages.score_page(report, inputs.hypotheses[0], ", ".join(inputs.references),
-                                                 result.facts, result.histogram, result.worst))
+                                                 result.facts, result.histogram, result.worst), read)
         if args.html == "-":
             return 0
     if args.score_only:
@@ -99,6 +110,8 @@ def command_compare(args: argparse.Namespace) -> int:
     names = inputs.hypotheses
     if len(set(map(same_file_key, names))) != len(names):
         raise CommandError("BASELINE and SYSTEM files must be different files")
+    if args.html:
+        refuse_over_inputs("--html", args.html, [*names, *inputs.references])
     files = open_inputs(*[(name, "SYSTEM" if index else "BASELINE") for index, name in enumerate(names)],
                         *[(name, "REF") for name in inputs.references])
     parts: list[compare.Blocks] = [[] for _ in names]
@@ -123,7 +136,8 @@ def command_compare(args: argparse.Namespace) -> int:
     method = (f"paired approximate randomization, {args.randomization} trials" if args.randomization
               else f"paired bootstrap resampling, {args.bootstrap} resamples") + f", seed {args.seed}"
     if args.html:
-        write_output(args.html, pages.compare_page(result, ", ".join(inputs.references), reports, method))
+        write_output(args.html, pages.compare_page(result, ", ".join(inputs.references), reports, method),
+                     [*names, *inputs.references])
         if args.html == "-":
             return 0
     if args.json:

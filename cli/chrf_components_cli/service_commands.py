@@ -7,6 +7,7 @@ import argparse
 import json
 import os
 import sys
+from pathlib import Path
 
 import chrf_core
 
@@ -18,7 +19,7 @@ from .common import (
     input_roles,
     need_aws_extra,
     open_inputs,
-    same_file_key,
+    refuse_over_inputs,
     settings_from,
 )
 
@@ -50,8 +51,13 @@ def read_bounded(name: str, limit: int, regular_only: bool = False, which: str =
 def command_request(args: argparse.Namespace) -> int:
     from chrf_components_local.template import API_GATEWAY_PAYLOAD_LIMIT
 
+    for flag, value in (("--url", args.url), ("--function", args.function)):
+        if value is not None and not value.strip():  # e.g. a stack lookup that found nothing: never a local score
+            raise CommandError(f"{flag} is empty: give the deployed {'API' if flag == '--url' else 'function'}'s "
+                               f"{'ExecuteUrl' if flag == '--url' else 'name or ARN'}, or leave {flag} out to score "
+                               f"here")
     raw = read_bounded(args.file, API_GATEWAY_PAYLOAD_LIMIT, which=", the API's payload limit")
-    if args.url or args.function:
+    if args.url is not None or args.function is not None:
         need_aws_extra("request --url/--function", ("boto3",))
         from . import remote
 
@@ -157,12 +163,14 @@ def wait_for_serve(host: str, port: int, timeout: float) -> int:
         time.sleep(0.1)
 
 
-def check_log_file(name: str, inputs: list[str]) -> None:
-    """A log file the functions can append to, checked before anything runs: not an input file (its lines would
-    be appended to), a regular file or /dev/null (not a directory, a device that refuses writes, a FIFO), in a
-    folder that exists and can be written to (it is created if missing)."""
-    if same_file_key(name) in {same_file_key(input_name) for input_name in inputs}:
-        raise CommandError(f"--log-file {name}: is an input file (the functions' logs would be appended to it)")
+def check_log_file(name: str, inputs: list[str], template: Path | None = None) -> None:
+    """A log file the functions can append to, checked before anything runs: not an input file, the template or a
+    definition it names (their lines would be appended to), a regular file or /dev/null (not a directory, a device
+    that refuses writes, a FIFO), in a folder that exists and can be written to (it is created if missing)."""
+    refuse_over_inputs("--log-file", name, inputs, "an input file")
+    if template is not None:
+        refuse_over_inputs("--log-file", name, [str(path) for path in project_files(template)],
+                           "the template or a file it names")
     if os.path.exists(name) and not os.path.isfile(name) and os.path.realpath(name) != os.devnull:
         kind = "a directory" if os.path.isdir(name) else "not a regular file"
         raise CommandError(f"--log-file {name}: is {kind}")
@@ -171,6 +179,27 @@ def check_log_file(name: str, inputs: list[str]) -> None:
             pass
     except OSError as error:
         raise CommandError(f"--log-file {name}: cannot write ({error.strerror or error})") from None
+
+
+def project_files(template: Path) -> list[Path]:
+    """The template and the files of the project it names that the local run reads: the state machines'
+    definitions (DefinitionUri) and the functions' code (CodeUri folders' Python files)."""
+    from chrf_components_local import template as sam_template
+
+    files = [template]
+    try:
+        resources = sam_template.load_template(template).get("Resources", {})
+    except sam_template.TemplateError:
+        return files  # the run refuses it in its own words
+    for resource in resources.values() if isinstance(resources, dict) else ():
+        properties = resource.get("Properties", {}) if isinstance(resource, dict) else {}
+        if not isinstance(properties, dict):
+            continue
+        if isinstance(properties.get("DefinitionUri"), str):
+            files.append(template.parent / properties["DefinitionUri"])
+        if isinstance(properties.get("CodeUri"), str) and (template.parent / properties["CodeUri"]).is_dir():
+            files += sorted((template.parent / properties["CodeUri"]).glob("*.py"))
+    return files
 
 
 def command_pipeline_run(args: argparse.Namespace) -> int:
@@ -197,7 +226,7 @@ def command_pipeline_run(args: argparse.Namespace) -> int:
         raise CommandError(f"the corpus pipeline takes one reference file, got {len(roles.references)} (score takes "
                            "several)")
     if args.log_file is not None:
-        check_log_file(args.log_file, [roles.hypotheses[0], roles.references[0]])
+        check_log_file(args.log_file, [roles.hypotheses[0], roles.references[0]], template)
     files = open_inputs((roles.hypotheses[0], "HYP_FILE"), (roles.references[0], "REF_FILE"))
     try:
         if template is not None:

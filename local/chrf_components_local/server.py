@@ -48,6 +48,7 @@ from .definitions import local_buckets
 from .http_api import HttpApi
 from .invoke_api import INVOKE_PATH, InvokeApi
 from .runtime import Functions
+from .sigv4 import presigned
 
 CONNECTION_TIMEOUT = 30  # seconds a connection may stay idle before the server closes it
 LINGER_SECONDS = 5.0  # a connection closed after an early answer reads what the client still sends, this long
@@ -138,7 +139,7 @@ class Gateway:
             target = environ.get("REQUEST_URI") or environ.get("PATH_INFO", "/")
             refusal = self.refused(method, target, request_headers(environ), body, "s3")
             if refusal:
-                code = S3_SIGNATURE_ERRORS.get(refusal.code, "AccessDenied")
+                code = refusal.s3_code or S3_SIGNATURE_ERRORS.get(refusal.code, "AccessDenied")
                 data = (f'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>{code}</Code>'
                         f"<Message>{escape(str(refusal))}</Message></Error>").encode()
                 start_response("403 Forbidden", [("Content-Type", "application/xml"),
@@ -185,7 +186,8 @@ AWS_QUEUE = "(aws)"  # the queue of S3's and Step Functions' requests
 AWS_THREADS = 8
 S3_SIGNATURE_ERRORS = {"InvalidSignatureException": "SignatureDoesNotMatch",  # S3's names for the same refusals
                        "UnrecognizedClientException": "InvalidAccessKeyId",
-                       "IncompleteSignatureException": "AuthorizationHeaderMalformed"}
+                       "IncompleteSignatureException": "AuthorizationHeaderMalformed",
+                       "AuthorizationQueryParametersError": "AuthorizationQueryParametersError"}
 S3_REQUEST_LIMIT = 256 * 1024 * 1024  # bytes of one S3 request's body (PutObject, UploadPart): the local limit
 SCOPE = re.compile(r"Credential=[^/,\s]*/\d{8}/[^/,\s]*/([a-z0-9-]+)/aws4_request")
 
@@ -199,6 +201,8 @@ def aws_service(target: str | None, authorization: str | None, query: str) -> st
     match = SCOPE.search(authorization or "")
     if match is None and "X-Amz-Credential=" in query:
         match = SCOPE.search("Credential=" + unquote(query.partition("X-Amz-Credential=")[2].partition("&")[0]))
+    if match is None and not authorization and presigned(query) == "sigv2":
+        return "s3"  # S3's SigV2 presigned URL (AWSAccessKeyId, Signature, Expires): boto3's default form for S3
     return match[1] if match else None
 
 

@@ -140,7 +140,7 @@ def test_a_second_i_or_the_i_file_among_the_positionals_is_a_usage_error_naming_
 
 
 @pytest.mark.parametrize(("log", "message"), [
-    ("hyp", "is an input file (the functions' logs would be appended to it)"),
+    ("hyp", "is an input file; writing there would overwrite it"),
     (".", "is a directory"),
     ("missing/functions.log", "cannot write (No such file or directory)"),
     ("/dev/full", "is not a regular file"),
@@ -156,6 +156,54 @@ def test_a_log_file_that_cannot_take_the_logs_is_one_line_before_anything_runs(c
                          "--log-file", log)
     assert one_line_error(code, err) and out == "" and err.endswith(f"--log-file {log}: {message}\n"), err
     assert (tmp_path / "hyp").read_text(encoding="utf-8") == "a b\n"
+
+
+@pytest.mark.parametrize("target", ["r", "./r", "link", "hard", "h"])
+@pytest.mark.parametrize("command", ["score", "compare"])
+def test_an_html_report_over_an_input_is_refused_before_anything_is_written(capsys, tmp_path, monkeypatch, command,
+                                                                            target):
+    """Issue 65: `compare r h s --html r` overwrote the reference file with the HTML report (rc 0), through ./r,
+    symbolic and hard links too: the same file by device and inode is refused, in one line, and nothing written."""
+    monkeypatch.chdir(tmp_path)
+    for name, source in (("h", HYP_EN), ("s", HYP_EN), ("r", REF_EN)):
+        (tmp_path / name).write_bytes(source.read_bytes())
+    (tmp_path / "link").symlink_to("r")
+    os.link(tmp_path / "r", tmp_path / "hard")
+    argv = ["score", "h", "r"] if command == "score" else ["compare", "r", "h", "s", "--bootstrap", "10"]
+    code, out, err = run(capsys, *argv, "--html", target)
+    assert one_line_error(code, err) and out == "", err
+    assert f"--html {target}: is an input file" in err and "writing there would overwrite it" in err
+    assert [(tmp_path / name).read_bytes() for name in ("h", "r")] == [HYP_EN.read_bytes(), REF_EN.read_bytes()]
+
+
+@pytest.mark.parametrize("target", ["template.yaml", "statemachine/corpus_pipeline.asl.json",
+                                    "functions/chrf_components/app.py"])
+def test_a_log_file_over_the_template_or_a_file_it_names_is_refused(capsys, tmp_path, monkeypatch, target):
+    """Issue 65: --log-file onto the definition or the template corrupted them."""
+    import shutil
+
+    for name in ("template.yaml", "statemachine", "functions"):
+        source = ROOT / name
+        (shutil.copytree if source.is_dir() else shutil.copy)(source, tmp_path / name)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "hyp").write_text("a b\n", encoding="utf-8")
+    (tmp_path / "ref").write_text("a c\n", encoding="utf-8")
+    before = (tmp_path / target).read_bytes()
+    code, out, err = run(capsys, "pipeline", "run", "hyp", "ref", "--local", "--log-file", target)
+    assert one_line_error(code, err) and out == "", err
+    assert err.endswith(f"--log-file {target}: is the template or a file it names; writing there would overwrite "
+                        f"it\n"), err
+    assert (tmp_path / target).read_bytes() == before
+
+
+@pytest.mark.parametrize("flag", ["--url", "--function"])
+@pytest.mark.parametrize("value", ["", " "])
+def test_request_with_an_empty_url_or_function_is_a_usage_error_never_a_local_score(capsys, flag, value):
+    """Issue 65: `request F --url ""` (a stack lookup that found nothing) scored locally and exited 0, so the README's
+    deploy block looked like a success."""
+    code, out, err = run(capsys, "request", str(ROOT / "examples" / "request.json"), flag, value)
+    assert one_line_error(code, err) and out == "", err
+    assert f"{flag} is empty" in err
 
 
 @pytest.fixture
