@@ -20,6 +20,20 @@ REGION = sam_template.LOCAL_REGION  # `pipeline run --local`'s stack lives there
 PLACEHOLDER = re.compile(r"\$\{([^}]*)\}")
 
 
+DEPTH_LIMIT = 200  # levels of a definition the local runner walks (recursively): deeper is refused at start
+
+
+def depth(value: Any) -> int:
+    """How deeply a JSON value nests (without recursion: it may be nested deeper than Python recurses)."""
+    deepest, pending = 0, [(value, 1)]
+    while pending:
+        current, level = pending.pop()
+        if isinstance(current, (dict, list)):
+            deepest = max(deepest, level)
+            pending.extend((item, level + 1) for item in (current.values() if isinstance(current, dict) else current))
+    return deepest
+
+
 class PipelineError(Exception):
     """The template or its definition cannot be run locally: one line, before anything starts."""
 
@@ -106,8 +120,13 @@ def load_definition(template_path: pathlib.Path, logical_id: str = STATE_MACHINE
     except RecursionError:
         raise PipelineError(f"{where}: the definition is JSON nested too deeply") from None
     name = _resolved(template, properties.get("Name", logical_id), f"{where}.Name", buckets, region)
+    if depth(definition) > DEPTH_LIMIT:
+        raise PipelineError(f"{where}: the definition is nested too deeply for the local runner (more than "
+                            f"{DEPTH_LIMIT} levels)")
     try:
         asl.parse_machine(definition)
     except asl.NotImplementedByRunner as error:
         raise PipelineError(str(error)) from None
+    except RecursionError:  # e.g. Parameters nested hundreds deep: read by the parser, too deep to walk
+        raise PipelineError(f"{where}: the definition is nested too deeply for the local runner") from None
     return definition, name

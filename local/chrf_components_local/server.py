@@ -38,7 +38,6 @@ import uuid
 from collections.abc import Callable, Iterable
 from typing import Any, TextIO
 from urllib.parse import unquote
-from xml.sax.saxutils import escape
 
 from chrf_core.contract import EXECUTE_PATH
 
@@ -132,28 +131,81 @@ class Gateway:
                                            f"\"{escaped(method, 16)} {escaped(target)}\" {status} {size}\n")
 
     def s3_answer(self, environ: dict[str, Any], start_response: StartResponse, method: str) -> Iterable[bytes]:
-        """An S3 request, answered by moto's S3 (checked first with --iam); logged without its bucket or key."""
+        """An S3 request, checked and decoded as S3 checks it (s3_front: names, aws-chunked bodies, XML bodies, the
+        store's size; with --iam the signature) and then answered by moto's S3; logged without its bucket or key."""
+        from . import s3_front
+
         seen: dict[str, Any] = {}
+        target = environ.get("REQUEST_URI") or environ.get("PATH_INFO", "/")
+        path, _, query = target.partition("?")
+        headers = request_headers(environ)
+
+        def refuse(error: s3_front.S3Error) -> list[bytes]:
+            data = s3_front.error_body(error)
+            start_response(f"{error.status} {STATUS_TEXT.get(error.status, 'Error')}",
+                           [("Content-Type", "application/xml"), ("Content-Length", str(len(data)))])
+            self.log_line(environ, method, "/ (S3)", error.status, len(data))
+            return [data]
+
+        try:
+            s3_front.check_names(path)
+            content_sha256 = headers.get("x-amz-content-sha256", "")
+            decoded = None
+            body: bytes | None = None
+            if self.credentials is not None or content_sha256 in s3_front.STREAMING or \
+                    s3_front.xml_bodied(method, query):
+                body = read_body(environ)
+            if content_sha256 in s3_front.STREAMING:
+                assert body is not None
+                decoded = s3_front.decode_chunked(content_sha256, headers.get("x-amz-decoded-content-length"), body)
+            elif content_sha256.startswith("STREAMING-"):
+                raise s3_front.S3Error(400, "InvalidArgument", f"x-amz-content-sha256 {content_sha256[:64]} is not "
+                                                               f"one S3 knows")
+            if body is not None and s3_front.xml_bodied(method, query):
+                s3_front.check_xml(body)
+            if method in ("PUT", "POST"):
+                incoming = len(decoded.data) if decoded else int(environ.get("CONTENT_LENGTH") or 0)
+                if stored_bytes() + incoming > s3_front.STORE_LIMIT:
+                    raise s3_front.S3Error(400, "EntityTooLarge", f"serve's S3 holds at most "
+                                                                  f"{s3_front.STORE_LIMIT:,} bytes in all (a local "
+                                                                  f"limit)")
+        except s3_front.S3Error as error:
+            return refuse(error)
         if self.credentials is not None:
-            body = read_body(environ)
-            target = environ.get("REQUEST_URI") or environ.get("PATH_INFO", "/")
-            refusal = self.refused(method, target, request_headers(environ), body, "s3")
+            assert body is not None
+            refusal = self.refused(method, target, headers, body, "s3", decoded)
             if refusal:
                 code = refusal.s3_code or S3_SIGNATURE_ERRORS.get(refusal.code, "AccessDenied")
-                data = (f'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>{code}</Code>'
-                        f"<Message>{escape(str(refusal))}</Message></Error>").encode()
-                start_response("403 Forbidden", [("Content-Type", "application/xml"),
-                                                 ("Content-Length", str(len(data)))])
-                self.log_line(environ, method, "/ (S3)", 403, len(data))
-                return [data]
+                return refuse(s3_front.S3Error(403, code, str(refusal)))
+        if decoded is not None:  # moto is given the object's bytes, as a plain upload
+            environ["wsgi.input"], environ["CONTENT_LENGTH"] = io.BytesIO(decoded.data), str(len(decoded.data))
+            environ["HTTP_X_AMZ_CONTENT_SHA256"] = "UNSIGNED-PAYLOAD"
+            for name in ("HTTP_X_AMZ_DECODED_CONTENT_LENGTH", "HTTP_X_AMZ_TRAILER"):
+                environ.pop(name, None)
+            encoding = ",".join(part for part in environ.get("HTTP_CONTENT_ENCODING", "").split(",")
+                                if part.strip() and part.strip() != "aws-chunked")
+            environ["HTTP_CONTENT_ENCODING"] = encoding
+            if not encoding:
+                del environ["HTTP_CONTENT_ENCODING"]
+            for name, value in decoded.trailers.items():  # the trailer's checksum, as a header would give it
+                environ["HTTP_" + name.upper().replace("-", "_")] = value
+        elif body is not None:
             environ["wsgi.input"] = io.BytesIO(body)
 
         def remembered(status: str, headers: list[tuple[str, str]], *rest: Any) -> Any:
-            seen["status"] = status
-            return start_response(status, headers, *rest)
+            seen["status"], seen["headers"] = status, headers
+            return lambda data: None  # moto answers with an iterable, never through write()
 
-        chunks = self.s3(environ, remembered)
-        self.log_line(environ, method, "/ (S3)", int(str(seen.get("status", "0")).split(" ")[0] or 0), 0)
+        try:
+            chunks = self.s3(environ, remembered)
+        except Exception:  # moto's own failure on a request it does not implement: never a 500
+            seen["status"] = "500"
+        if str(seen.get("status", "500")).startswith("500"):  # e.g. POST /moto-api/reset: an object, no action
+            return refuse(s3_front.S3Error(501, "NotImplemented", "A header or query you provided implies "
+                                                                  "functionality that is not implemented (serve's "
+                                                                  "S3 does not implement this request)"))
+        start_response(seen["status"], seen["headers"])
+        self.log_line(environ, method, "/ (S3)", int(str(seen["status"]).split(" ")[0] or 0), 0)
         return chunks  # type: ignore[no-any-return]
 
     def function_of(self, method: str, path: str, headers: dict[str, str] | None = None, query: str = "") -> str | None:
@@ -168,15 +220,17 @@ class Gateway:
         route = self.http_api.route(method, path)
         return route.function if route else None
 
-    def refused(self, method: str, target: str, headers: dict[str, str], body: bytes, service: str) -> Any:
-        """Why the signature does not hold (with --iam), if it does not: a sigv4.SignatureError, else None."""
+    def refused(self, method: str, target: str, headers: dict[str, str], body: bytes, service: str,
+                decoded: Any = None) -> Any:
+        """Why the signature does not hold (with --iam), if it does not: a sigv4.SignatureError, else None
+        (``decoded``: an aws-chunked body's chunks, each signature checked too)."""
         if self.credentials is None:
             return None
         from .sigv4 import SignatureError, verify
 
         try:
             verify(method, f"http://{headers.get('host', '')}{target}", headers, body, self.credentials,
-                   self.region, service)
+                   self.region, service, chunks=decoded)
         except SignatureError as error:
             return error
         return None
@@ -207,7 +261,8 @@ def aws_service(target: str | None, authorization: str | None, query: str) -> st
 
 
 STATUS_TEXT = {200: "OK", 202: "Accepted", 204: "No Content", 400: "Bad Request", 403: "Forbidden", 404: "Not Found",
-               405: "Method Not Allowed", 413: "Payload Too Large", 500: "Internal Server Error"}
+               405: "Method Not Allowed", 411: "Length Required", 413: "Payload Too Large",
+               500: "Internal Server Error", 501: "Not Implemented"}
 
 
 def request_headers(environ: dict[str, Any]) -> dict[str, str]:
@@ -246,15 +301,36 @@ def s3_sized_parser() -> type:
     import copy
 
     from waitress.parser import HTTPRequestParser
+    from waitress.utilities import RequestEntityTooLarge
+
+    class EntityTooLarge(RequestEntityTooLarge):  # type: ignore[misc]
+        """waitress's refusal of a body past the limit, in S3's words (its XML, EntityTooLarge, 400)."""
+
+        def to_response(self, ident: Any = None) -> tuple[str, list[tuple[str, str]], bytes]:
+            from .s3_front import S3Error, error_body
+
+            data = error_body(S3Error(400, "EntityTooLarge", f"Your proposed upload exceeds the maximum allowed size "
+                                                             f"(serve's S3 takes at most {S3_REQUEST_LIMIT:,} bytes a "
+                                                             f"request: a local limit)"))
+            return "400 Bad Request", [("Content-Type", "application/xml")], data
 
     class S3SizedParser(HTTPRequestParser):  # type: ignore[misc]
+        s3 = False
+
         def parse_header(self, header_plus: bytes) -> None:
             super().parse_header(header_plus)
             headers = self.headers
             if aws_service(headers.get("X_AMZ_TARGET"), headers.get("AUTHORIZATION"), self.query or "") == "s3":
                 adjustments: Any = copy.copy(getattr(self, "adj"))  # noqa: B009 (waitress's attribute, untyped)
                 adjustments.max_request_body_size = S3_REQUEST_LIMIT
-                self.adj = adjustments
+                self.adj, self.s3 = adjustments, True
+
+        def received(self, data: bytes) -> int:
+            consumed: int = super().received(data)
+            refused: Any = self.__dict__.get("error")  # waitress's own, set as it reads
+            if self.s3 and type(refused) is RequestEntityTooLarge:
+                self.error = EntityTooLarge(refused.body)
+            return consumed
 
     return S3SizedParser
 
@@ -536,6 +612,27 @@ def moto_s3(buckets: list[str], region: str) -> Any:
     return create_backend_app("s3")
 
 
+def stored_bytes() -> int:
+    """What moto's S3 holds now, in bytes (every version of every object of every bucket)."""
+    from moto.s3.models import s3_backends
+
+    backend = s3_backends[sam_template.ACCOUNT]["global"]
+    return sum(key.size for bucket in list(backend.buckets.values()) for versions in list(bucket.keys.lists())
+               for key in versions[1] if hasattr(key, "size"))
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is a loopback address or name (only this machine reaches it)."""
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 def _stopper(server: LocalServer) -> Callable[[int, Any], None]:
     def stop(signum: int, frame: Any) -> None:
         # Not here (this is the server's loop, which must go on writing the answers): in a thread of its own.
@@ -550,6 +647,9 @@ def serve(host: str, port: int, template: pathlib.Path, workers: int = 4, iam: b
           region: str | None = None) -> int:
     server = make_server(host, port, template, workers, iam, region)
     url = f"http://{host}:{server.server_address[1]}"
+    if not iam and not is_loopback(host):
+        print(f"warning: serving on {host} without --iam: anyone who reaches this address can call the functions, "
+              f"read and write its S3 and start executions (add --iam to require SigV4)", file=sys.stderr)
     signed = f", SigV4 for execute-api in {server.region} required" if iam else ""
     print(f"serving POST {url}{EXECUTE_PATH} ({workers} workers{signed}; Ctrl-C to stop)", file=sys.stderr)
     print(f"and the Lambda Invoke API at {url} for {', '.join(server.functions.runtimes)} "

@@ -78,7 +78,7 @@ def _signing_time(lowered: Mapping[str, str], scope_date: str, now: datetime.dat
 
 
 def verify(method: str, url: str, headers: Mapping[str, str], body: bytes, credentials: Any, region: str,
-           service: str = SERVICE, now: datetime.datetime | None = None) -> None:
+           service: str = SERVICE, now: datetime.datetime | None = None, chunks: Any = None) -> None:
     """Raise SignatureError unless the request carries a valid SigV4 signature by ``credentials`` for
     ``service`` in ``region`` over exactly this ``body`` (in its Authorization header, or a presigned URL's
     query: :func:`verify_presigned`)."""
@@ -102,6 +102,14 @@ def verify(method: str, url: str, headers: Mapping[str, str], body: bytes, crede
     stamp = _signing_time(lowered, match["date"], now or datetime.datetime.now(datetime.UTC))
     payload_hash = hashlib.sha256(body).hexdigest()
     declared_hash = lowered.get("x-amz-content-sha256")
+    if chunks is not None and declared_hash in STREAMING:  # the seed signature is over the literal, AWS's rule
+        signed = match["headers"].split(";")
+        _check_signed_headers(signed, lowered)
+        _check_signature(method, url, lowered, signed, declared_hash, stamp, match["signature"], credentials, region,
+                         service)
+        if declared_hash != "STREAMING-UNSIGNED-PAYLOAD-TRAILER":
+            _check_chunks(chunks, match["signature"], stamp, credentials, region, service)
+        return
     if declared_hash is not None and declared_hash != payload_hash:
         raise SignatureError("X-Amz-Content-SHA256 does not match the body received (UNSIGNED-PAYLOAD is not "
                              "accepted)" if declared_hash == "UNSIGNED-PAYLOAD" else
@@ -110,6 +118,39 @@ def verify(method: str, url: str, headers: Mapping[str, str], body: bytes, crede
     _check_signed_headers(signed, lowered)
     _check_signature(method, url, lowered, signed, payload_hash, stamp, match["signature"], credentials, region,
                      service)
+
+
+STREAMING = ("STREAMING-AWS4-HMAC-SHA256-PAYLOAD", "STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER",
+             "STREAMING-UNSIGNED-PAYLOAD-TRAILER")  # aws-chunked bodies (s3_front decodes them)
+EMPTY_HASH = hashlib.sha256(b"").hexdigest()
+
+
+def _check_chunks(chunks: Any, seed: str, stamp: str, credentials: Any, region: str, service: str) -> None:
+    """Each chunk's signature of a signed aws-chunked body, chained from the seed signature, and the trailer's
+    (https://docs.aws.amazon.com/AmazonS3/latest/API/sigv4-streaming.html,
+    https://docs.aws.amazon.com/AmazonS3/latest/API/sigv4-streaming-trailers.html)."""
+    from botocore.auth import SigV4Auth
+    from botocore.awsrequest import AWSRequest
+
+    signer = SigV4Auth(credentials, service, region)
+    request = AWSRequest(method="PUT", url="http://localhost/", data=b"", headers={})
+    request.context["timestamp"] = stamp
+    scope = f"{stamp[:8]}/{region}/{service}/aws4_request"
+    previous = seed
+    for given, data in chunks.signatures:
+        expected = signer.signature("\n".join(["AWS4-HMAC-SHA256-PAYLOAD", stamp, scope, previous, EMPTY_HASH,
+                                               hashlib.sha256(data).hexdigest()]), request)
+        if not hmac.compare_digest(expected, given):
+            raise SignatureError("The request signature we calculated does not match the signature you provided "
+                                 "(a chunk of the aws-chunked body)")
+        previous = given
+    if chunks.trailers or chunks.trailer_signature is not None:
+        trailer = "".join(f"{name}:{value}\n" for name, value in chunks.trailers.items())
+        expected = signer.signature("\n".join(["AWS4-HMAC-SHA256-TRAILER", stamp, scope, previous,
+                                               hashlib.sha256(trailer.encode()).hexdigest()]), request)
+        if not hmac.compare_digest(expected, chunks.trailer_signature or ""):
+            raise SignatureError("The request signature we calculated does not match the signature you provided "
+                                 "(the aws-chunked body's trailer)")
 
 
 def _check_signed_headers(signed: list[str], lowered: Mapping[str, str]) -> None:

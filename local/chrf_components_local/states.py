@@ -237,6 +237,13 @@ class MapRun:
                                     "resultsWritten"), 0)
         self.executions = dict(self.items)
 
+    def settle(self) -> None:
+        """A Map Run that ended with children still running (stopped, or failed part way): they are aborted, as
+        DescribeMapRun counts them once the run has ended (pending and running settle to aborted)."""
+        for counts in (self.items, self.executions):
+            counts["aborted"] += counts["running"] + counts["pending"]
+            counts["running"] = counts["pending"] = 0
+
     def described(self) -> dict[str, Any]:
         described = {"mapRunArn": self.arn, "executionArn": self.execution_arn, "status": self.status,
                      "startDate": self.start.timestamp(), "maxConcurrency": self.max_concurrency,
@@ -462,6 +469,7 @@ class StateMachine:
             raise
         finally:
             record.stop = now()
+            record.settle()
 
     def read_batches(self, state: Map, effective: Any, context: Context,
                      child: ChildRuns) -> Iterator[Batch]:

@@ -39,6 +39,8 @@ NAME_LIMIT = 80
 FORBIDDEN_IN_NAMES = re.compile(r"[\s<>{}\[\]?*\"#%\\^|~`$&,;:/\x00-\x1f\x7f-\x9f]")
 ERROR_LIMIT, CAUSE_LIMIT = 256, 32768  # StopExecution's error and cause
 PAGE_DEFAULT, PAGE_LIMIT = 100, 1000  # maxResults of the List actions
+TOKEN_LIMIT = 1024  # nextToken's length (ValidationException past it)
+ARN = re.compile(r"arn:aws:states:[a-z0-9-]+:\d{12}:(?P<kind>[A-Za-z]+):.+")
 ACTIONS = ("StartExecution", "DescribeExecution", "StopExecution", "ListExecutions", "ListStateMachines",
            "DescribeStateMachine", "DescribeMapRun", "ListMapRuns")
 
@@ -77,7 +79,7 @@ class Record:
 
     def summary(self) -> dict[str, Any]:
         summary = {"executionArn": self.arn, "stateMachineArn": self.machine.arn, "name": self.name,
-                   "status": self.status, "startDate": self.start.timestamp()}
+                   "status": self.status, "startDate": self.start.timestamp(), "redriveCount": 0}
         if self.stop is not None:
             summary["stopDate"] = self.stop.timestamp()
         return summary
@@ -85,6 +87,8 @@ class Record:
     def described(self) -> dict[str, Any]:
         described = {**self.summary(), "input": self.input, "inputDetails": {"included": True}, "redriveCount": 0,
                      "redriveStatus": "NOT_REDRIVABLE" if self.status in ("RUNNING", "SUCCEEDED") else "REDRIVABLE"}
+        if described["redriveStatus"] == "NOT_REDRIVABLE":
+            described["redriveStatusReason"] = f"Execution is {self.status} and cannot be redriven"
         if self.output is not None:
             described.update(output=self.output, outputDetails={"included": True})
         for key in ("error", "cause"):
@@ -103,6 +107,21 @@ def _string(request: dict[str, Any], key: str, required: bool = True, limit: int
     return value
 
 
+def _no_constant(name: str) -> Any:
+    """NaN, Infinity and -Infinity are not JSON (Python's parser reads them): refused as invalid JSON."""
+    raise ValueError(f"{name} is not a JSON value")
+
+
+def _arn(request: dict[str, Any], key: str, kind: str) -> str:
+    """An ARN of this kind of resource (a state machine's, an execution's, a Map Run's): InvalidArn otherwise."""
+    arn = _string(request, key, limit=2048)
+    assert arn is not None
+    found = ARN.fullmatch(arn)
+    if found is None or found["kind"] != kind:
+        raise ApiError("InvalidArn", f"Invalid Arn: '{arn[:256]}'")
+    return arn
+
+
 def _page(request: dict[str, Any], items: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str | None]:
     """One page of a List action's items (maxResults, nextToken), and the token of the next page."""
     size = request.get("maxResults", 0)
@@ -112,6 +131,7 @@ def _page(request: dict[str, Any], items: list[dict[str, Any]]) -> tuple[list[di
     size = size or PAGE_DEFAULT
     start = 0
     if request.get("nextToken") is not None:
+        _string(request, "nextToken", limit=TOKEN_LIMIT)
         try:
             start = int(base64.urlsafe_b64decode(str(request["nextToken"]).encode()).decode())
         except ValueError:
@@ -157,8 +177,8 @@ class StepFunctionsApi:
                                f"the local Step Functions endpoint does not implement {action[:64] or 'that action'} "
                                f"(it answers {', '.join(ACTIONS)})")
             try:
-                request = json.loads(body or b"{}")
-            except ValueError:
+                request = json.loads(body or b"{}", parse_constant=_no_constant)
+            except (ValueError, RecursionError):  # RecursionError: nested deeper than the parser goes
                 request = None
             if not isinstance(request, dict):
                 raise ApiError("SerializationException", "the request body is not a JSON object")
@@ -169,20 +189,14 @@ class StepFunctionsApi:
         return 200, answer
 
     def machine(self, request: dict[str, Any]) -> Machine:
-        arn = _string(request, "stateMachineArn")
-        assert arn is not None
-        if not arn.startswith("arn:aws:states:"):
-            raise ApiError("InvalidArn", f"Invalid Arn: '{arn[:256]}'")
+        arn = _arn(request, "stateMachineArn", "stateMachine")
         found = self.machines.get(arn)
         if found is None:
             raise ApiError("StateMachineDoesNotExist", f"State Machine Does Not Exist: '{arn}'")
         return found
 
     def record(self, request: dict[str, Any]) -> Record:
-        arn = _string(request, "executionArn")
-        assert arn is not None
-        if not arn.startswith("arn:aws:states:"):
-            raise ApiError("InvalidArn", f"Invalid Arn: '{arn[:256]}'")
+        arn = _arn(request, "executionArn", "execution")
         with self.lock:
             found = self.executions.get(arn)
         if found is None:
@@ -193,17 +207,20 @@ class StepFunctionsApi:
 
     def start_execution(self, request: dict[str, Any]) -> dict[str, Any]:
         machine = self.machine(request)
-        name = request.get("name") or None
-        if name is not None and (not isinstance(name, str) or len(name) > NAME_LIMIT
+        name = request.get("name")  # 1..80 characters, none of FORBIDDEN_IN_NAMES (absent: a UUID)
+        if name is not None and (not isinstance(name, str) or not 1 <= len(name) <= NAME_LIMIT
                                  or FORBIDDEN_IN_NAMES.search(name)):
             raise ApiError("InvalidName", f"Invalid Name: '{str(name)[:NAME_LIMIT + 1]}'")
         input_text = request.get("input", "{}")
         if not isinstance(input_text, str) or len(input_text.encode("utf-8", "surrogatepass")) > asl.DATA_LIMIT:
             raise ApiError("InvalidExecutionInput", f"the input must be a string of at most {asl.DATA_LIMIT} bytes")
         try:
-            execution_input = json.loads(input_text)
+            execution_input = json.loads(input_text, parse_constant=_no_constant)
         except ValueError as error:
             raise ApiError("InvalidExecutionInput", f"Invalid State Machine Execution Input: '{error}'") from None
+        except RecursionError:
+            raise ApiError("InvalidExecutionInput", "Invalid State Machine Execution Input: nested deeper than "
+                                                    "Step Functions reads") from None
         if machine.kind != "STANDARD":
             raise ApiError("StateMachineTypeNotSupported", f"the local endpoint runs STANDARD state machines only; "
                                                           f"{machine.name} is {machine.kind}")
@@ -284,8 +301,8 @@ class StepFunctionsApi:
         if ("stateMachineArn" in request) == ("mapRunArn" in request):
             raise ApiError("ValidationException", "give exactly one of stateMachineArn and mapRunArn")
         if "mapRunArn" in request:
-            run = _string(request, "mapRunArn")
-            if self.map_runs.describe(str(run)) is None:
+            run = _arn(request, "mapRunArn", "mapRun")
+            if self.map_runs.describe(run) is None:
                 raise ApiError("ResourceNotFound", "Map Run does not exist")
             raise ApiError("UnknownOperationException", "the local endpoint does not list a Map Run's child "
                                                         "executions (DescribeMapRun counts them)")
@@ -312,7 +329,7 @@ class StepFunctionsApi:
                 "tracingConfiguration": {"enabled": False}}
 
     def describe_map_run(self, request: dict[str, Any]) -> dict[str, Any]:
-        described = self.map_runs.describe(str(_string(request, "mapRunArn", limit=2000)))
+        described = self.map_runs.describe(_arn(request, "mapRunArn", "mapRun"))
         if described is None:
             raise ApiError("ResourceNotFound", "Map Run does not exist")
         return described

@@ -148,3 +148,23 @@ def test_presigned_urls_in_boto3s_forms_work_until_they_expire(iam_endpoint, ope
     status, data = send("GET", url, {"x-amz-request-payer": "requester"})  # an x-amz-* header it did not sign:
     assert status == 403 and (b"not signed" in data if version == "s3v4" else  # SigV2 signs every x-amz-* header
                               b"<Code>SignatureDoesNotMatch</Code>" in data), data
+
+
+@pytest.mark.parametrize(("host", "iam", "warned"), [("0.0.0.0", False, True), ("192.0.2.7", False, True),
+                                                      ("0.0.0.0", True, False), ("127.0.0.1", False, False),
+                                                      ("127.0.0.2", False, False), ("localhost", False, False),
+                                                      ("::1", False, False)])
+def test_serve_beyond_loopback_without_iam_warns_in_one_line(monkeypatch, capsys, host, iam, warned):
+    """Issue 65: `serve --host 0.0.0.0` without --iam said nothing. (The server itself is a stand-in here: the suite
+    binds loopback only.)"""
+    from types import SimpleNamespace
+
+    from chrf_components_local import server as serve_module
+
+    fake = SimpleNamespace(server_address=("", 1), region=REGION, functions=SimpleNamespace(runtimes=["F"]),
+                           gateway=SimpleNamespace(buckets=["b"], stepfunctions=SimpleNamespace(machines={})),
+                           serve_forever=lambda: None, server_close=lambda: None)
+    monkeypatch.setattr(serve_module, "make_server", lambda *args, **kwargs: fake)
+    assert serve_module.serve(host, 0, ROOT / "template.yaml", iam=iam) == 0
+    warnings = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:")]
+    assert len(warnings) == warned and (not warned or "without --iam" in warnings[0])

@@ -142,8 +142,8 @@ def test_bad_requests_are_refused_with_aws_errors(clients):
     assert code_of(stepfunctions.describe_execution,
                    executionArn=machine.replace(":stateMachine:", ":execution:") + ":nope")[0] == \
         "ExecutionDoesNotExist"
-    assert code_of(stepfunctions.describe_map_run, mapRunArn="arn:aws:states:us-east-1:1:mapRun:x/y:z")[0] == \
-        "ResourceNotFound"
+    assert code_of(stepfunctions.describe_map_run,
+                   mapRunArn="arn:aws:states:us-east-1:123456789012:mapRun:x/y:z")[0] == "ResourceNotFound"
     assert code_of(stepfunctions.list_executions, stateMachineArn=machine, maxResults=5000)[0] == \
         "ValidationException"
     code, message = code_of(stepfunctions.get_execution_history,
@@ -152,6 +152,124 @@ def test_bad_requests_are_refused_with_aws_errors(clients):
     code, message = code_of(stepfunctions.create_state_machine, name="m", definition="{}",
                             roleArn="arn:aws:iam::1:r/x")
     assert code == "UnknownOperationException" and "CreateStateMachine" in message
+
+
+def raw(endpoint, action, body):
+    """A Step Functions request as any client sends it (boto3 checks some of these before sending)."""
+    import http.client
+
+    connection = http.client.HTTPConnection("127.0.0.1", int(endpoint.rsplit(":", 1)[1]), timeout=30)
+    connection.request("POST", "/", body=body, headers={"X-Amz-Target": f"AWSStepFunctions.{action}",
+                                                        "Content-Type": "application/x-amz-json-1.0"})
+    response = connection.getresponse()
+    answer = json.loads(response.read())
+    connection.close()
+    return response.status, answer.get("__type"), answer.get("message", "")
+
+
+def test_requests_aws_refuses_are_refused_as_aws_refuses_them_never_a_500(endpoint, clients):
+    """Issue 65, on the code before: JSON nested 10^5 deep (the body, or an execution's input) was a 500; NaN and
+    Infinity input and the name "" were accepted; an ARN of another resource type answered ...DoesNotExist; an
+    over-long nextToken InvalidToken; DescribeMapRun("foo") ResourceNotFound. AWS's pages: StartExecution (name 1..80
+    characters, input JSON), the ARN types (InvalidArn), and the List actions' nextToken (at most 1,024 characters):
+    https://docs.aws.amazon.com/step-functions/latest/apireference/API_StartExecution.html,
+    https://docs.aws.amazon.com/step-functions/latest/apireference/API_DescribeMapRun.html,
+    https://docs.aws.amazon.com/step-functions/latest/apireference/API_ListExecutions.html."""
+    _, stepfunctions = clients
+    machine = machine_arn(stepfunctions)
+    deep = "[" * 100_000 + "]" * 100_000
+    assert raw(endpoint, "ListStateMachines", deep.encode())[:2] == (400, "SerializationException")
+    for action in ("DescribeStateMachine", "ListExecutions"):
+        status, code, _ = raw(endpoint, action, b'{"stateMachineArn": ' + deep.encode() + b"}")
+        assert (status, code) == (400, "SerializationException")
+    for text in (deep, '{"a": NaN}', "Infinity", '[-Infinity]'):
+        status, code, _ = raw(endpoint, "StartExecution", json.dumps({"stateMachineArn": machine,
+                                                                      "input": text}).encode())
+        assert (status, code) == (400, "InvalidExecutionInput"), text
+    status, code, message = raw(endpoint, "StartExecution", json.dumps({"stateMachineArn": machine,
+                                                                         "name": ""}).encode())
+    assert (status, code) == (400, "InvalidName"), message
+    execution = machine.replace(":stateMachine:", ":execution:") + ":x"
+    assert code_of(stepfunctions.describe_state_machine, stateMachineArn=execution)[0] == "InvalidArn"
+    assert code_of(stepfunctions.describe_execution, executionArn=machine)[0] == "InvalidArn"
+    assert code_of(stepfunctions.describe_map_run, mapRunArn="foo")[0] == "InvalidArn"
+    assert code_of(stepfunctions.describe_map_run, mapRunArn=execution)[0] == "InvalidArn"
+    status, code, _ = raw(endpoint, "ListExecutions", json.dumps({"stateMachineArn": machine,
+                                                                  "nextToken": "x" * 1025}).encode())
+    assert (status, code) == (400, "ValidationException")
+    assert code_of(stepfunctions.list_executions, stateMachineArn=machine, nextToken="x" * 10)[0] == "InvalidToken"
+
+
+def test_describe_execution_says_why_an_execution_cannot_be_redriven(clients):
+    s3, stepfunctions = clients
+    s3.put_object(Bucket="corpusbucket", Key="inputs/redrive.jsonl", Body=json.dumps(LINES[0]).encode())
+    started = stepfunctions.start_execution(stateMachineArn=machine_arn(stepfunctions), input=execution_input(
+        "inputs/redrive.jsonl", "reports/redrive.json"))
+    described = wait(stepfunctions, started["executionArn"])
+    assert (described["redriveCount"], described["redriveStatus"], described["redriveStatusReason"]) == (
+        0, "NOT_REDRIVABLE", "Execution is SUCCEEDED and cannot be redriven")
+    listed = stepfunctions.list_executions(stateMachineArn=machine_arn(stepfunctions))["executions"]
+    assert all(item["redriveCount"] == 0 for item in listed)
+
+
+def test_a_map_run_stopped_mid_run_settles_its_counts_to_aborted(clients):
+    """Issue 65: a Map Run stopped mid-run stayed at itemCounts.running 355-458 and executionCounts.running 2,
+    aborted 0, while the execution and the Map Run said ABORTED."""
+    s3, stepfunctions = clients
+    many = [{"hypothesis": "x " * 2000, "reference": "y " * 2000}] * 4000
+    s3.put_object(Bucket="corpusbucket", Key="inputs/stopped.jsonl", Body="\n".join(map(json.dumps, many)).encode())
+    running = stepfunctions.start_execution(stateMachineArn=machine_arn(stepfunctions), input=execution_input(
+        "inputs/stopped.jsonl", "reports/stopped.json"))
+    deadline = time.monotonic() + 60
+    while True:  # until children are running
+        runs = stepfunctions.list_map_runs(executionArn=running["executionArn"])["mapRuns"]
+        if runs and stepfunctions.describe_map_run(mapRunArn=runs[0]["mapRunArn"])["itemCounts"]["running"]:
+            break
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    stepfunctions.stop_execution(executionArn=running["executionArn"])
+    assert wait(stepfunctions, running["executionArn"], seconds=30)["status"] == "ABORTED"
+    deadline = time.monotonic() + 30
+    while (run := stepfunctions.describe_map_run(mapRunArn=runs[0]["mapRunArn"]))["status"] == "RUNNING":
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    assert run["status"] == "ABORTED"
+    for counts in (run["itemCounts"], run["executionCounts"]):
+        assert counts["running"] == counts["pending"] == 0 and counts["aborted"] > 0, run
+        assert counts["succeeded"] + counts["failed"] + counts["aborted"] == counts["total"], run
+
+
+def test_a_definition_nested_too_deeply_is_one_line_at_start_not_a_crash(tmp_path, capsys):
+    """Issue 65: Parameters nested 900 deep crashed serve at start (RecursionError) and `pipeline run --local`
+    printed a traceback."""
+    import shutil
+
+    from in_process import run
+
+    from chrf_components_local.server import make_server as make
+
+    for name in ("template.yaml", "functions"):
+        source = ROOT / name
+        (shutil.copytree if source.is_dir() else shutil.copy)(source, tmp_path / name)
+    definition = json.loads((ROOT / "statemachine" / "corpus_pipeline.asl.json").read_text(encoding="utf-8"))
+    nested: dict = {}
+    for _ in range(900):
+        nested = {"a": nested}
+    parameters = definition["States"]["MergeReport"]["Parameters"]
+    parameters["Payload"] = {"all.$": parameters.pop("Payload.$"), "deep": nested}
+    (tmp_path / "statemachine").mkdir()
+    (tmp_path / "statemachine" / "corpus_pipeline.asl.json").write_text(json.dumps(definition), encoding="utf-8")
+    server = make("127.0.0.1", 0, tmp_path / "template.yaml", workers=1, warm=())  # starts; the machine says why
+    try:
+        (machine,) = server.gateway.stepfunctions.machines.values()
+        assert "nested too deeply" in machine.problem
+    finally:
+        server.server_close()
+    (tmp_path / "h").write_text("a b\n", encoding="utf-8")
+    code, out, err = run(capsys, "pipeline", "run", str(tmp_path / "h"), str(tmp_path / "h"), "--local",
+                         "--template", str(tmp_path / "template.yaml"))
+    assert code != 0 and out == "" and err.count("\n") == 1 and "Traceback" not in err, err
+    assert "nested too deeply" in err
 
 
 def test_a_name_is_idempotent_while_running_with_the_same_input_and_taken_otherwise(clients):
