@@ -9,7 +9,6 @@ against your real credentials, so with it you need them).
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import sys
 import tempfile
@@ -24,7 +23,11 @@ from urllib.parse import urlsplit
 import chrf_core
 from chrf_core.contract import ITEM_KEYS
 
-from chrf_components_local.template import LOCAL_CREDENTIALS, LOCAL_REGION  # serve's defaults for loopback
+from chrf_components_local.template import (  # serve's defaults for loopback
+    LOCAL_CREDENTIALS,
+    LOCAL_REGION,
+    is_loopback,
+)
 
 from . import text
 from .common import Inputs
@@ -110,15 +113,6 @@ def _aws_problem(error: Exception) -> RemoteError:
     if isinstance(error, BotoCoreError):
         return RemoteError(str(error))
     return RemoteError(f"{type(error).__name__}: {error}")
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def post_signed(url: str, body: bytes) -> tuple[int, str]:

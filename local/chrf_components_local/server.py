@@ -621,18 +621,6 @@ def stored_bytes() -> int:
                for key in versions[1] if hasattr(key, "size"))
 
 
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` is a loopback address or name (only this machine reaches it)."""
-    import ipaddress
-
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def _stopper(server: LocalServer) -> Callable[[int, Any], None]:
     def stop(signum: int, frame: Any) -> None:
         # Not here (this is the server's loop, which must go on writing the answers): in a thread of its own.
@@ -647,7 +635,7 @@ def serve(host: str, port: int, template: pathlib.Path, workers: int = 4, iam: b
           region: str | None = None) -> int:
     server = make_server(host, port, template, workers, iam, region)
     url = f"http://{host}:{server.server_address[1]}"
-    if not iam and not is_loopback(host):
+    if not iam and not sam_template.is_loopback(host):
         print(f"warning: serving on {host} without --iam: anyone who reaches this address can call the functions, "
               f"read and write its S3 and start executions (add --iam to require SigV4)", file=sys.stderr)
     signed = f", SigV4 for execute-api in {server.region} required" if iam else ""

@@ -28,6 +28,18 @@ LOCAL_REGION = "us-east-1"  # where the local functions and state machines live 
 LOCAL_CREDENTIALS = {"aws_access_key_id": "local", "aws_secret_access_key": "local"}  # placeholders for loopback
 
 
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is a loopback address or name (only this machine reaches it)."""
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 def local_arn(service: str, region: str, resource: str) -> str:
     """The ARN of a local resource: ``arn:aws:SERVICE:REGION:ACCOUNT:RESOURCE`` (IAM's with no region), the one
     format every ARN the emulator writes follows."""

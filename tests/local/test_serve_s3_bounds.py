@@ -15,13 +15,11 @@ https://docs.aws.amazon.com/AmazonS3/latest/userguide/bucketnamingrules.html.
 """
 
 import hashlib
-import http.client
 import os
 import subprocess
 import sys
-import threading
 import time
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote
 
 import boto3
 import pytest
@@ -29,23 +27,17 @@ from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.config import Config
 from botocore.credentials import Credentials
+from conftest import send_raw, serving_with
 from support import ROOT
 
 from chrf_components_local import s3_front, server, sigv4
-from chrf_components_local.server import make_server
 
 KEY, SECRET, REGION, BUCKET = "AKIDEXAMPLE", "the-secret", "eu-west-3", "corpusbucket"
 CREDENTIALS = Credentials(KEY, SECRET)
 
 
 def serving(monkeypatch, iam):
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", KEY)
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", SECRET)
-    for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE"):
-        monkeypatch.delenv(name, raising=False)
-    running = make_server("127.0.0.1", 0, ROOT / "template.yaml", workers=1, iam=iam, region=REGION, warm=())
-    threading.Thread(target=running.serve_forever, daemon=True).start()
-    return running, f"http://127.0.0.1:{running.server_address[1]}"
+    return serving_with(monkeypatch, iam, REGION, KEY, SECRET)
 
 
 @pytest.fixture(scope="module", params=[False, True], ids=["serve", "serve --iam"])
@@ -60,17 +52,6 @@ def endpoint(request):
 def s3_client(url):
     return boto3.client("s3", endpoint_url=url, region_name=REGION, aws_access_key_id=KEY,
                         aws_secret_access_key=SECRET, config=Config(retries={"max_attempts": 1}))
-
-
-def send(method, url, headers, body=b""):
-    parts = urlsplit(url)
-    connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=60)
-    connection.request(method, parts.path + (f"?{parts.query}" if parts.query else ""), body=body,
-                       headers={name: value for name, value in headers.items() if name.lower() != "content-length"})
-    response = connection.getresponse()
-    data = response.read()
-    connection.close()
-    return response.status, data
 
 
 def signed(method, url, body=b"", headers=None):
@@ -128,7 +109,7 @@ def test_an_aws_chunked_upload_of_each_form_is_the_object_it_encodes(endpoint, c
     stamp = headers["X-Amz-Date"]
     seed = headers["Authorization"].rpartition("Signature=")[2]
     body = chunked(pieces, content_sha256, seed, stamp, trailer)
-    status, data = send("PUT", target, headers, body)
+    status, data = send_raw("PUT", target, headers, body)
     assert status == 200, data
     key = target.split(f"/{BUCKET}/")[1]
     assert s3_client(url).get_object(Bucket=BUCKET, Key=key)["Body"].read() == b"".join(pieces)
@@ -140,7 +121,7 @@ def test_a_forged_chunk_of_a_signed_upload_is_refused_with_iam(endpoint):
     headers = streaming_headers(target, s3_front.STREAMING[0], 8192 + 4)
     body = chunked([b"a" * 8192, b"tail"], s3_front.STREAMING[0], headers["Authorization"].rpartition(
         "Signature=")[2], headers["X-Amz-Date"], forged_chunk=0)
-    status, data = send("PUT", target, headers, body)
+    status, data = send_raw("PUT", target, headers, body)
     if iam:
         assert (status, code_of(data)) == (403, "SignatureDoesNotMatch"), data
     else:
@@ -158,7 +139,7 @@ def test_a_declared_decoded_length_the_body_does_not_bear_out_is_refused_before_
     if decoded_length is not None:
         headers["x-amz-decoded-content-length"] = decoded_length
     body = b"5\r\nhello\r\n0\r\n\r\n"
-    answered, data = send("PUT", target, signed("PUT", target, headers=headers), body)
+    answered, data = send_raw("PUT", target, signed("PUT", target, headers=headers), body)
     assert (answered, code_of(data)) == (status, code), data
 
 
@@ -186,7 +167,7 @@ def test_a_173_byte_request_declaring_a_billion_bytes_does_not_grow_serve(tmp_pa
         headers = {"x-amz-content-sha256": "STREAMING-AWS4-HMAC-SHA256-PAYLOAD",
                    "x-amz-decoded-content-length": str(10**9), "Content-Encoding": "aws-chunked"}
         body = b"a;chunk-signature=" + b"0" * 64 + b"\r\n0123456789\r\n"
-        status, data = send("PUT", target, signed("PUT", target, headers=headers), body)
+        status, data = send_raw("PUT", target, signed("PUT", target, headers=headers), body)
         assert (status, code_of(data)) == (400, "IncompleteBody") and len(body) < 200
         assert peak() - before < 50, (before, peak())
     finally:
@@ -215,7 +196,7 @@ def test_a_delete_objects_body_s3_would_not_parse_is_malformed_xml(endpoint, bod
     target = f"{url}/{BUCKET}?delete"
     headers = signed("POST", target, body, {"x-amz-content-sha256": hashlib.sha256(body).hexdigest(),
                                             "Content-MD5": ""})
-    status, data = send("POST", target, headers, body)
+    status, data = send_raw("POST", target, headers, body)
     assert (status, code_of(data)) == (400, "MalformedXML"), (what, data)
 
 
@@ -225,7 +206,7 @@ def test_moto_api_routes_and_requests_moto_fails_on_are_not_implemented_never_a_
     s3.put_object(Bucket=BUCKET, Key="inputs/kept.txt", Body=b"kept")
     for path in ("/moto-api/reset", f"/{BUCKET}/inputs/kept.txt"):
         target = url + path
-        status, data = send("POST", target, signed("POST", target, headers={"x-amz-content-sha256":
+        status, data = send_raw("POST", target, signed("POST", target, headers={"x-amz-content-sha256":
                                                                             sigv4.EMPTY_HASH}))
         assert status != 500 and (status, code_of(data)) in ((501, "NotImplemented"), (404, "NoSuchBucket")), data
     assert s3.get_object(Bucket=BUCKET, Key="inputs/kept.txt")["Body"].read() == b"kept"
@@ -236,12 +217,12 @@ def test_moto_api_routes_and_requests_moto_fails_on_are_not_implemented_never_a_
 def test_keys_s3_would_not_take_are_refused(endpoint, key, code):
     url, _ = endpoint
     target = f"{url}/{BUCKET}/{quote(key)}"
-    status, data = send("PUT", target, signed("PUT", target, b"x", {"x-amz-content-sha256":
+    status, data = send_raw("PUT", target, signed("PUT", target, b"x", {"x-amz-content-sha256":
                                                                     hashlib.sha256(b"x").hexdigest()}), b"x")
     assert (status, code_of(data)) == (400, code), data
     assert len(("é" * 512).encode()) == 1024  # the longest key S3 takes: 1,024 bytes
     target = f"{url}/{BUCKET}/{quote('é' * 512)}"
-    assert send("PUT", target, signed("PUT", target, b"x", {"x-amz-content-sha256": hashlib.sha256(b"x")
+    assert send_raw("PUT", target, signed("PUT", target, b"x", {"x-amz-content-sha256": hashlib.sha256(b"x")
                                                             .hexdigest()}), b"x")[0] == 200
 
 
@@ -249,7 +230,7 @@ def test_keys_s3_would_not_take_are_refused(endpoint, key, code):
 def test_bucket_names_s3_would_not_take_are_refused(endpoint, bucket):
     url, _ = endpoint
     target = f"{url}/{bucket}"
-    status, data = send("PUT", target, signed("PUT", target, headers={"x-amz-content-sha256": sigv4.EMPTY_HASH}))
+    status, data = send_raw("PUT", target, signed("PUT", target, headers={"x-amz-content-sha256": sigv4.EMPTY_HASH}))
     assert (status, code_of(data)) == (400, "InvalidBucketName"), data
 
 
@@ -259,7 +240,7 @@ def test_a_body_past_the_request_limit_is_s3s_entity_too_large(monkeypatch):
     try:
         target = f"{url}/{BUCKET}/inputs/big.bin"
         body = b"x" * (2 * 1024 * 1024)
-        status, data = send("PUT", target, signed("PUT", target, body, {"x-amz-content-sha256": hashlib.sha256(
+        status, data = send_raw("PUT", target, signed("PUT", target, body, {"x-amz-content-sha256": hashlib.sha256(
             body).hexdigest()}), body)
         assert (status, code_of(data)) == (400, "EntityTooLarge"), data
     finally:

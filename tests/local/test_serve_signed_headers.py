@@ -11,33 +11,24 @@ signed key; an unsigned X-Amz-Target turned a signed DescribeExecution into Stop
 X-Amz-Invocation-Type, tagging and metadata headers were honoured; presigned URLs in boto3's default form answered
 404 (with or without --iam)."""
 
-import http.client
 import json
-import threading
 import time
-from urllib.parse import urlsplit
 
 import boto3
 import pytest
 from botocore.config import Config
 from botocore.credentials import Credentials
+from conftest import send_raw, serving_with
 from support import ROOT
 
 from chrf_components_local import sigv4
-from chrf_components_local.server import make_server
 
 KEY, SECRET, REGION, BUCKET = "AKIDEXAMPLE", "the-secret", "eu-west-3", "corpusbucket"
 CREDENTIALS = Credentials(KEY, SECRET)
 
 
 def serving(monkeypatch, iam):
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", KEY)
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", SECRET)
-    for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE"):
-        monkeypatch.delenv(name, raising=False)
-    server = make_server("127.0.0.1", 0, ROOT / "template.yaml", workers=1, iam=iam, region=REGION, warm=())
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server, f"http://127.0.0.1:{server.server_address[1]}"
+    return serving_with(monkeypatch, iam, REGION, KEY, SECRET)
 
 
 @pytest.fixture(scope="module")
@@ -63,17 +54,6 @@ def client(service, url, **config):
                         aws_secret_access_key=SECRET, config=Config(retries={"max_attempts": 1}, **config))
 
 
-def send(method, url, headers, body=b""):
-    parts = urlsplit(url)
-    connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
-    connection.request(method, parts.path + (f"?{parts.query}" if parts.query else ""), body=body,
-                       headers={name: value for name, value in headers.items() if name.lower() != "content-length"})
-    response = connection.getresponse()
-    data = response.read()
-    connection.close()
-    return response.status, data
-
-
 def signed(method, url, service, body=b"", headers=None):
     """The headers botocore signs for this request (every header given is signed: add others after)."""
     return sigv4.sign(method, url, body, CREDENTIALS, REGION, headers=headers, service=service)
@@ -84,7 +64,7 @@ def test_an_unsigned_copy_source_does_not_copy_a_private_object(iam_endpoint):
     s3.put_object(Bucket=BUCKET, Key="private/secret.txt", Body=b"private")
     url = f"{iam_endpoint}/{BUCKET}/inputs/copy.txt"
     headers = signed("PUT", url, "s3", headers={"x-amz-content-sha256": sigv4.hashlib.sha256(b"").hexdigest()})
-    status, data = send("PUT", url, {**headers, "x-amz-copy-source": f"/{BUCKET}/private/secret.txt"})
+    status, data = send_raw("PUT", url, {**headers, "x-amz-copy-source": f"/{BUCKET}/private/secret.txt"})
     assert status == 403 and b"<Code>AccessDenied</Code>" in data, data
     assert b"not signed: x-amz-copy-source" in data
     assert "Contents" not in s3.list_objects_v2(Bucket=BUCKET, Prefix="inputs/copy.txt")
@@ -95,7 +75,7 @@ def test_unsigned_tagging_metadata_and_other_s3_headers_are_refused(iam_endpoint
     url = f"{iam_endpoint}/{BUCKET}/inputs/tagged.txt"
     headers = signed("PUT", url, "s3", b"data", headers={"x-amz-content-sha256": sigv4.hashlib.sha256(b"data")
                                                            .hexdigest()})
-    status, data = send("PUT", url, {**headers, header: "a=b"}, b"data")
+    status, data = send_raw("PUT", url, {**headers, header: "a=b"}, b"data")
     assert status == 403 and b"<Code>AccessDenied</Code>" in data and header.encode() in data, data
 
 
@@ -104,22 +84,22 @@ def test_an_unsigned_target_does_not_turn_a_describe_into_a_stop(iam_endpoint):
     (machine,) = stepfunctions.list_state_machines()["stateMachines"]
     body = json.dumps({"stateMachineArn": machine["stateMachineArn"]}).encode()
     headers = signed("POST", iam_endpoint + "/", "states", body, {"Content-Type": "application/x-amz-json-1.0"})
-    status, data = send("POST", iam_endpoint + "/", {**headers, "X-Amz-Target": "AWSStepFunctions.ListExecutions"},
-                        body)
+    forged = {**headers, "X-Amz-Target": "AWSStepFunctions.ListExecutions"}
+    status, data = send_raw("POST", iam_endpoint + "/", forged, body)
     answer = json.loads(data)
     assert status == 400 and answer["__type"] == "InvalidSignatureException", answer
     assert answer["message"].endswith("not signed: x-amz-target")
     # signed, the same target is served
     headers = signed("POST", iam_endpoint + "/", "states", body, {"Content-Type": "application/x-amz-json-1.0",
                                                                    "X-Amz-Target": "AWSStepFunctions.ListExecutions"})
-    assert send("POST", iam_endpoint + "/", headers, body)[0] == 200
+    assert send_raw("POST", iam_endpoint + "/", headers, body)[0] == 200
 
 
 @pytest.mark.parametrize("header", [("X-Amz-Invocation-Type", "Event"), ("X-Amz-Log-Type", "Tail")])
 def test_unsigned_invocation_and_log_types_are_refused(iam_endpoint, header):
     url = f"{iam_endpoint}/2015-03-31/functions/ChrfComponentsFunction/invocations"
     body = b'{"hypotheses": ["a"], "references": ["a"]}'
-    status, data = send("POST", url, {**signed("POST", url, "lambda", body), header[0]: header[1]}, body)
+    status, data = send_raw("POST", url, {**signed("POST", url, "lambda", body), header[0]: header[1]}, body)
     answer = json.loads(data)
     assert status == 403 and answer["__type"] == "InvalidSignatureException", answer
     assert header[0].lower() in answer["message"]
@@ -134,18 +114,18 @@ def test_presigned_urls_in_boto3s_forms_work_until_they_expire(iam_endpoint, ope
     url = s3.generate_presigned_url("get_object", Params={"Bucket": BUCKET, "Key": "inputs/shared.txt"},
                                     ExpiresIn=60)
     assert ("AWSAccessKeyId=" in url) == (version == "s3")
-    assert send("GET", url, {}) == (200, b"shared text")
+    assert send_raw("GET", url, {}) == (200, b"shared text")
     if not iam:
         return
     tampered = url.replace("inputs/shared.txt", "inputs/other.txt")
-    status, data = send("GET", tampered, {})
+    status, data = send_raw("GET", tampered, {})
     assert status == 403 and b"<Code>SignatureDoesNotMatch</Code>" in data, data
     expired = s3.generate_presigned_url("get_object", Params={"Bucket": BUCKET, "Key": "inputs/shared.txt"},
                                         ExpiresIn=1)
     time.sleep(2.1)
-    status, data = send("GET", expired, {})
+    status, data = send_raw("GET", expired, {})
     assert status == 403 and b"<Code>AccessDenied</Code>" in data and b"Request has expired" in data, data
-    status, data = send("GET", url, {"x-amz-request-payer": "requester"})  # an x-amz-* header it did not sign:
+    status, data = send_raw("GET", url, {"x-amz-request-payer": "requester"})  # an x-amz-* header it did not sign:
     assert status == 403 and (b"not signed" in data if version == "s3v4" else  # SigV2 signs every x-amz-* header
                               b"<Code>SignatureDoesNotMatch</Code>" in data), data
 
