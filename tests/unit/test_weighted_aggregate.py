@@ -130,7 +130,9 @@ def test_a_weight_share_far_below_the_others_sends_only_the_hypotheses_it_alone_
     scores = CHRF(word_order=2).aggregate(hypotheses, references, weights=weights).tolist()
     assert scores == [float(value) for value in expected]
     assert 0 < expected[2] < 1e-100 and 0 < expected[4] < 1e-100  # the tiny share alone makes them positive
-    assert sent == [["zq xv", "q"]]  # the others scored natively (before: all five in Python)
+    # the others scored natively (before: all five in Python); the kernel's threads flag them in either order (a
+    # fresh clone's make test saw ["q", "zq xv"]): the scores are put back by index, so the order is not pinned
+    assert [sorted(chosen) for chosen in sent] == [["q", "zq xv"]]
 
 
 @pytest.mark.parametrize("weight", [1, 3, 0.25, 1e-130])
