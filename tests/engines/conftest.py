@@ -27,7 +27,7 @@ def pytest_configure(config):
     # Ray Data's DataContext warns about its own deprecated fields whenever one is created: not ours to act on
     config.addinivalue_line("filterwarnings", "ignore::DeprecationWarning:ray.data.context")
     # Lightning's own use of torch's pytree API: not ours to act on
-    config.addinivalue_line("filterwarnings", "ignore::DeprecationWarning:pytorch_lightning.utilities._pytree")
+    config.addinivalue_line("filterwarnings", r"ignore:`isinstance\(treespec, LeafSpec\)` is deprecated")
 
 
 def need(module):
