@@ -286,6 +286,11 @@ def _finish(described: dict[str, Any], s3: Any, bucket: str, report_key: str, fi
     try:
         report = json.loads(s3.get_object(Bucket=bucket, Key=report_key)["Body"].read())
     except Exception as error:
+        if getattr(error, "response", {}).get("Error", {}).get("Code") in ("NoSuchKey", "404"):
+            print(f"chrf-components pipeline run: the execution SUCCEEDED but wrote no report at "
+                  f"s3://{bucket}/{report_key}: no report printed (does the state machine end by writing it?)",
+                  file=sys.stderr)
+            return 1
         raise _aws_problem(error) from None
     covered = report.get("segment_count") if isinstance(report, dict) else None
     if covered != segments:

@@ -159,6 +159,25 @@ def test_a_report_that_does_not_cover_every_uploaded_line_is_refused_in_one_line
                                  "machine read every line?)\n") and captured.err.count("\n") == 1
 
 
+def test_an_execution_that_succeeds_without_writing_the_report_says_so_in_one_line(capsys, tmp_path):
+    """Issue 65: a definition that succeeds without writing the report ended in "NoSuchKey"."""
+    from chrf_components_cli import remote
+    from chrf_components_cli.lines import LineFile
+
+    for name in ("functions", "layers", "template.yaml"):
+        (tmp_path / name).symlink_to(ROOT / name)
+    (tmp_path / "statemachine").mkdir()
+    definition = {"StartAt": "Done", "States": {"Done": {"Type": "Succeed"}}}
+    (tmp_path / "statemachine" / "corpus_pipeline.asl.json").write_text(json.dumps(definition), encoding="utf-8")
+    (tmp_path / "h").write_text("a b\n", encoding="utf-8")
+    files = [LineFile(str(tmp_path / "h"), "HYP_FILE"), LineFile(str(tmp_path / "h"), "REF_FILE")]
+    assert remote.run_local_pipeline(files, chrf_core.CHRF(), tmp_path / "template.yaml") == 1
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.count("\n") == 1
+    assert captured.err.startswith("chrf-components pipeline run: the execution SUCCEEDED but wrote no report at "
+                                   "s3://") and captured.err.endswith("(does the state machine end by writing it?)\n")
+
+
 def test_progress_shows_on_a_terminal_and_the_functions_logs_go_to_the_log_file(tmp_path, test_set):
     controller, terminal = pty.openpty()
     try:
