@@ -1,4 +1,5 @@
-"""Corpus pipeline, the merge (template.yaml: MergeReportFunction, Handler merge_report.lambda_handler).
+"""Corpus pipeline, the merge (template.yaml: MergeReportFunction, Handler merge_report.lambda_handler), and the
+check of the execution input before anything is read (the state machine's CheckInput: ``{"check": <input>}``).
 
 Reads the Distributed Map's results (ResultWriter's manifest and result files in S3, or the Map's output list
 when it has no ResultWriter), proves they cover the input exactly once, sums their counts into the corpus report
@@ -68,6 +69,20 @@ def location(value: Any, name: str) -> tuple[str, str]:
     if problem:
         raise chrf_core.InvalidInputError(name, problem).reported()
     return value["bucket"], value["key"]
+
+
+def check_input(execution: Any) -> dict[str, Any]:
+    """The execution input checked before the Map reads anything: an object with ``input`` and ``output`` locations
+    and ``settings`` (the contract's rules, in its order: InvalidInputError naming the field, as the merge would
+    find it only after every batch was scored)."""
+    count("InputChecks")
+    if not isinstance(execution, dict):
+        raise chrf_core.InvalidInputError(None, "the execution input must be an object with input, settings and "
+                                                "output").reported()
+    location(execution.get("input"), "input")
+    settings = execution_settings(execution)
+    location(execution.get("output"), "output")
+    return {"checked": True, "settings": settings.as_dict()}
 
 
 def invalid_input_of(source: str, failure: Any) -> chrf_core.InvalidInputError:
@@ -239,6 +254,8 @@ def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     import boto3
 
     use_correlation_id(False, context)
+    if isinstance(event, dict) and set(event) == {"check"}:
+        return check_input(event["check"])
     count("MergeRuns")
     if not isinstance(event, dict):
         raise chrf_core.InvalidInputError(None, "the merge expects the execution input with map_result").reported()

@@ -200,6 +200,23 @@ def test_requests_aws_refuses_are_refused_as_aws_refuses_them_never_a_500(endpoi
     assert code_of(stepfunctions.list_executions, stateMachineArn=machine, nextToken="x" * 10)[0] == "InvalidToken"
 
 
+@pytest.mark.parametrize(("change", "message"), [
+    ({"settings": {"word_order": 9}}, "word_order: must be an integer from 0 to 4, got 9"),
+    ({"output": None}, "output: must be an object with string bucket and key"),
+    ({"input": {"bucket": "corpusbucket"}}, "input: key must be a non-empty string"),
+])
+def test_the_execution_input_is_checked_before_the_map_reads_anything(clients, change, message):
+    """Issue 65: a missing output or word_order 9 was found by the merge step after the whole Map had run."""
+    _, stepfunctions = clients
+    execution = {**json.loads(execution_input()), **change}
+    execution = {key: value for key, value in execution.items() if value is not None}
+    started = stepfunctions.start_execution(stateMachineArn=machine_arn(stepfunctions), input=json.dumps(execution))
+    described = wait(stepfunctions, started["executionArn"])
+    assert (described["status"], described["error"]) == ("FAILED", "InvalidInputError")
+    assert message in described["cause"]
+    assert stepfunctions.list_map_runs(executionArn=started["executionArn"])["mapRuns"] == []  # no Map ran
+
+
 def test_describe_execution_says_why_an_execution_cannot_be_redriven(clients):
     s3, stepfunctions = clients
     s3.put_object(Bucket="corpusbucket", Key="inputs/redrive.jsonl", Body=json.dumps(LINES[0]).encode())

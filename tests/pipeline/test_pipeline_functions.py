@@ -199,6 +199,32 @@ def inconsistent(s3, pipeline_handlers, map_result, match, settings_=None):
     assert "Contents" not in s3.list_objects_v2(Bucket="corpus", Prefix="reports/")
 
 
+@pytest.mark.parametrize(("execution", "message"), [
+    ({"input": {"bucket": "corpus", "key": "inputs/x.jsonl"}, "settings": {"word_order": 9},
+      "output": {"bucket": "corpus", "key": "r.json"}}, "word_order: must be an integer from 0 to 4, got 9"),
+    ({"input": {"bucket": "corpus", "key": "inputs/x.jsonl"}, "settings": {}}, "output: must be an object with "
+                                                                               "string bucket and key"),
+    ({"input": {"bucket": "Corpus", "key": "x"}, "settings": {}, "output": {"bucket": "corpus", "key": "r.json"}},
+     "input: bucket must be an S3 bucket name"),
+    ({"input": {"bucket": "corpus", "key": "x"}, "settings": {"beta": 3, "colour": "red"},
+      "output": {"bucket": "corpus", "key": "r.json"}}, "settings: unknown key"),
+    ([], "the execution input must be an object with input, settings and output"),
+])
+def test_the_check_refuses_an_execution_input_before_anything_is_read(s3, pipeline_handlers, execution, message):
+    _, merge_report = pipeline_handlers
+    with pytest.raises(Exception) as caught:
+        merge_report({"check": execution}, lambda_handlers.LambdaContext())
+    assert type(caught.value).__name__ == "InvalidInputError" and message in json.loads(str(caught.value))["message"]
+
+
+def test_the_check_passes_a_valid_execution_input_and_reads_nothing(s3, pipeline_handlers):
+    _, merge_report = pipeline_handlers
+    execution = {"input": {"bucket": "corpus", "key": "inputs/none-yet.jsonl"}, "settings": {"word_order": 2},
+                 "output": {"bucket": "corpus", "key": "reports/x.json"}}
+    assert merge_report({"check": execution}, lambda_handlers.LambdaContext()) == {
+        "checked": True, "settings": chrf_core.CHRF(word_order=2).as_dict()}
+
+
 def test_the_merge_writes_a_report_for_results_that_tile_every_line_once(s3, pipeline_handlers):
     files = {"SUCCEEDED_0.json": [record(batch_output(4, PAIRS[3:])), record(batch_output(1, PAIRS[:3]))]}
     result = merge(pipeline_handlers, write_results(s3, files, lines_read=6))

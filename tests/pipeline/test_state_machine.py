@@ -22,8 +22,15 @@ LAMBDA_RETRY_ERRORS = {
 }
 
 
+def test_the_execution_input_is_checked_before_the_map_reads_anything():
+    """Issue 65: a missing output or word_order 9 was found by the merge, after the whole Map had run."""
+    check = DEFINITION["States"]["CheckInput"]
+    assert DEFINITION["StartAt"] == "CheckInput" and check["Next"] == "ScoreSegments"
+    assert check["Parameters"] == {"FunctionName": "${MergeReportFunctionArn}", "Payload": {"check.$": "$"}}
+    assert check["ResultPath"] is None  # the Map reads the execution input as it came
+
+
 def test_distributed_map_reads_jsonl_from_s3_and_batches_within_the_contract_limits():
-    assert DEFINITION["StartAt"] == "ScoreSegments"
     assert MAP["Type"] == "Map" and MAP["ItemProcessor"]["ProcessorConfig"]["Mode"] == "DISTRIBUTED"
     assert MAP["ItemReader"]["Resource"] == "arn:aws:states:::s3:getObject"
     assert MAP["ItemReader"]["ReaderConfig"] == {"InputType": "JSONL"}
@@ -38,14 +45,14 @@ def test_distributed_map_reads_jsonl_from_s3_and_batches_within_the_contract_lim
 
 def test_every_task_retries_lambda_faults_and_every_failure_ends_in_the_fail_state():
     child = MAP["ItemProcessor"]["States"]
-    tasks = [child["ScoreBatch"], DEFINITION["States"]["MergeReport"]]
+    tasks = [child["ScoreBatch"], DEFINITION["States"]["CheckInput"], DEFINITION["States"]["MergeReport"]]
     for task in tasks:
         assert task["Resource"] == "arn:aws:states:::lambda:invoke"
         assert set(task["Retry"][0]["ErrorEquals"]) == LAMBDA_RETRY_ERRORS
         assert "InvalidInputError" not in task["Retry"][0]["ErrorEquals"]
     assert child["ScoreBatch"]["Catch"] == [{"ErrorEquals": ["InvalidInputError"], "ResultPath": "$",
                                              "Next": "KeepInvalidInput"}]
-    for state in (MAP, DEFINITION["States"]["MergeReport"]):
+    for state in (DEFINITION["States"]["CheckInput"], MAP, DEFINITION["States"]["MergeReport"]):
         assert state["Catch"] == [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.error", "Next": "Failed"}]
     assert DEFINITION["States"]["Failed"] == {"Type": "Fail", "ErrorPath": "$.error.Error",
                                               "CausePath": "$.error.Cause"}
