@@ -271,7 +271,8 @@ def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     else:
         raise InconsistentResultsError("map_result must be the Map state's output")
     report = merge_batches(outputs, settings, read)
-    body = json.dumps(report, indent=2).encode("utf-8")
+    signed = chrf_core.Report.signed(report, settings, 1)  # as score --json gives it (one reference per line)
+    body = json.dumps(signed, indent=2).encode("utf-8")
     s3.put_object(Bucket=bucket, Key=key, Body=body, ContentType="application/json")
     count("ReportSegments", report["segment_count"])
     logger.info("report written", extra={"segments": report["segment_count"], "batches": len(outputs),

@@ -52,7 +52,10 @@ def test_pipeline_report_in_s3_equals_scoring_the_whole_test_set_at_once(s3, pip
     report = json.loads(s3.get_object(Bucket="corpus", Key="reports/test.json")["Body"].read())
     hyps, refs = [h for h, _ in pairs], [r for _, r in pairs]
     direct = chrf_core.CHRF(**request_settings).corpus_score(hyps, [refs]).to_dict()
-    assert report == direct == chrf_core.CHRF(**request_settings).corpus_score(iter(hyps), iter(refs)).to_dict()
+    assert direct == chrf_core.CHRF(**request_settings).corpus_score(iter(hyps), iter(refs)).to_dict()
+    # the contract's object, then the signature, the normalization and nrefs, as score --json gives them
+    assert report == chrf_core.Report.signed(direct, chrf_core.CHRF(**request_settings), 1)
+    assert list(report)[-3:] == ["signature", "normalize", "nrefs"]
     assert report["segment_count"] == 600
     assert execution.status == "SUCCEEDED", execution
     assert json.loads(execution.output) == {"report": {"bucket": "corpus", "key": "reports/test.json"},
@@ -76,7 +79,8 @@ def test_pipeline_equals_single_request_on_generated_unicode(pipeline_handlers, 
                                  request_settings)
         assert execution.status == "SUCCEEDED", execution
         report = json.loads(s3.get_object(Bucket="corpus", Key="reports/test.json")["Body"].read())
-    assert report == chrf_core.score(request) == naive_score(request)
+    contract = {key: value for key, value in report.items() if key not in ("signature", "normalize", "nrefs")}
+    assert contract == chrf_core.score(request) == naive_score(request)
 
 
 def test_score_batch_returns_the_counts_of_its_segments_and_their_lines(pipeline_handlers):
@@ -367,7 +371,10 @@ def test_corpus_report_schema_is_the_contract_output_schema_without_the_segment_
     corpus = json.loads((ROOT / "spec" / "corpus-report.schema.json").read_text(encoding="utf-8"))
     expected = copy.deepcopy(CONTRACT["output_schema"])
     del expected["properties"]["segment_count"]["maximum"]
+    signed = {name: corpus["properties"].pop(name) for name in ("signature", "normalize", "nrefs")}
     assert {k: v for k, v in corpus.items() if k not in ("$schema", "$id", "title", "description")} == expected
+    assert signed["signature"] == {"type": "string", "minLength": 1}  # beyond the contract, optional, as score --json
+    assert not set(signed) & set(expected["required"])
 
 
 def test_a_batchs_unknown_setting_key_is_not_logged_but_a_known_field_is(pipeline_handlers, captured_logs):
