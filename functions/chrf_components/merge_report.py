@@ -7,7 +7,8 @@ when it has no ResultWriter), proves they cover the input exactly once, sums the
 
 Nothing is written unless every check passes:
 
-* an input line broke a contract rule: ``InvalidInputError`` for the lowest such line;
+* an input line broke a contract rule: ``{"error": "InvalidInputError", "message", "field", "line"}`` for the lowest
+  such line, answered as data, which the state machine's Choice turns into its Fail state's error and cause;
 * anything else amiss fails with ``InconsistentResultsError`` naming the batch: a result file listed twice, a
   failed or pending result, a record that did not succeed or is malformed, line ranges with a gap or an overlap
   or not starting at line 1, fewer or more lines than the Map run read, a ``segment_count`` other than the
@@ -73,16 +74,30 @@ def location(value: Any, name: str) -> tuple[str, str]:
 
 def check_input(execution: Any) -> dict[str, Any]:
     """The execution input checked before the Map reads anything: an object with ``input`` and ``output`` locations
-    and ``settings`` (the contract's rules, in its order: InvalidInputError naming the field, as the merge would
-    find it only after every batch was scored)."""
+    and ``settings`` (the contract's rules, in its order), as the merge would find them only after every batch was
+    scored. Invalid input is answered as data (:func:`failure`), which the state machine's Choice turns into its
+    Fail state's error and cause: one readable line, not a Lambda error's JSON with its stack trace."""
     count("InputChecks")
-    if not isinstance(execution, dict):
-        raise chrf_core.InvalidInputError(None, "the execution input must be an object with input, settings and "
-                                                "output").reported()
-    location(execution.get("input"), "input")
-    settings = execution_settings(execution)
-    location(execution.get("output"), "output")
+    try:
+        if not isinstance(execution, dict):
+            raise chrf_core.InvalidInputError(None, "the execution input must be an object with input, settings and "
+                                                    "output")
+        location(execution.get("input"), "input")
+        settings = execution_settings(execution)
+        location(execution.get("output"), "output")
+    except chrf_core.InvalidInputError as error:
+        return failure(error)
     return {"checked": True, "settings": settings.as_dict()}
+
+
+def failure(error: chrf_core.InvalidInputError) -> dict[str, Any]:
+    """Invalid input as the state machine's Choice reads it: the error's type and the contract's message (the field
+    and the line where there is one)."""
+    logger.info("invalid input", extra={"field": None if error.caller_key else error.field, "line": error.line})
+    answer: dict[str, Any] = {"error": "InvalidInputError", "message": error.message, "field": error.field}
+    if error.line is not None:
+        answer["line"] = error.line
+    return answer
 
 
 def invalid_input_of(source: str, failure: Any) -> chrf_core.InvalidInputError:
@@ -257,20 +272,23 @@ def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     if isinstance(event, dict) and set(event) == {"check"}:
         return check_input(event["check"])
     count("MergeRuns")
-    if not isinstance(event, dict):
-        raise chrf_core.InvalidInputError(None, "the merge expects the execution input with map_result").reported()
-    bucket, key = location(event.get("output"), "output")
-    settings = execution_settings(event)
-    map_result = event.get("map_result")
-    s3 = boto3.client("s3")
-    if isinstance(map_result, list):
-        outputs, read = [(f"map result {number}", output) for number, output in enumerate(map_result, 1)], None
-    elif isinstance(map_result, dict):
-        outputs = result_writer_outputs(s3, map_result.get("ResultWriterDetails"))
-        read = lines_read(map_result.get("MapRunArn"))
-    else:
-        raise InconsistentResultsError("map_result must be the Map state's output")
-    report = merge_batches(outputs, settings, read)
+    try:
+        if not isinstance(event, dict):
+            raise chrf_core.InvalidInputError(None, "the merge expects the execution input with map_result")
+        bucket, key = location(event.get("output"), "output")
+        settings = execution_settings(event)
+        map_result = event.get("map_result")
+        s3 = boto3.client("s3")
+        if isinstance(map_result, list):
+            outputs, read = [(f"map result {number}", output) for number, output in enumerate(map_result, 1)], None
+        elif isinstance(map_result, dict):
+            outputs = result_writer_outputs(s3, map_result.get("ResultWriterDetails"))
+            read = lines_read(map_result.get("MapRunArn"))
+        else:
+            raise InconsistentResultsError("map_result must be the Map state's output")
+        report = merge_batches(outputs, settings, read)
+    except chrf_core.InvalidInputError as error:  # a line (or the execution input) broke a rule: the Choice fails it
+        return failure(error)
     signed = chrf_core.Report.signed(report, settings, 1)  # as score --json gives it (one reference per line)
     body = json.dumps(signed, indent=2).encode("utf-8")
     s3.put_object(Bucket=bucket, Key=key, Body=body, ContentType="application/json")

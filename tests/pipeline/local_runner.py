@@ -10,6 +10,7 @@ S3 is moto's. `pipeline run --local` runs the same runner with the functions in 
 """
 
 import json
+import re
 import uuid
 
 from aws_stand_ins import RUNNER_MAP_RUNS
@@ -55,6 +56,10 @@ def execution_input(settings=None, bucket="corpus", key="inputs/test.jsonl"):
 
 
 def error_body(execution):
-    """The JSON body of the InvalidInputError a failed execution's cause carries ({code, field, message, line})."""
+    """What a failed execution says of its InvalidInputError: its cause is the contract's message itself, one
+    readable line (the state machine's Choice fails it with the error and message the function answered), and the
+    line it names ({message, line})."""
     assert execution.status == "FAILED" and execution.error == "InvalidInputError", execution
-    return json.loads(json.loads(execution.cause)["errorMessage"])
+    assert "\n" not in execution.cause and "stackTrace" not in execution.cause, execution.cause
+    found = re.match(r"line (\d+)", execution.cause)
+    return {"message": execution.cause, "line": int(found.group(1)) if found else None}

@@ -24,10 +24,26 @@ LAMBDA_RETRY_ERRORS = {
 
 def test_the_execution_input_is_checked_before_the_map_reads_anything():
     """Issue 65: a missing output or word_order 9 was found by the merge, after the whole Map had run."""
-    check = DEFINITION["States"]["CheckInput"]
-    assert DEFINITION["StartAt"] == "CheckInput" and check["Next"] == "ScoreSegments"
+    states = DEFINITION["States"]
+    check = states["CheckInput"]
+    assert DEFINITION["StartAt"] == "CheckInput" and check["Next"] == "InputChecked"
     assert check["Parameters"] == {"FunctionName": "${MergeReportFunctionArn}", "Payload": {"check.$": "$"}}
-    assert check["ResultPath"] is None  # the Map reads the execution input as it came
+    assert (check["ResultSelector"], check["ResultPath"]) == ({"result.$": "$.Payload"}, "$.checked")
+    assert states["InputChecked"] == {"Type": "Choice", "Default": "ScoreSegments", "Choices": [
+        {"Variable": "$.checked.result.error", "IsPresent": True, "Next": "InvalidExecutionInput"}]}
+    assert states["InvalidExecutionInput"] == {"Type": "Fail", "ErrorPath": "$.checked.result.error",
+                                               "CausePath": "$.checked.result.message"}
+
+
+def test_invalid_input_fails_with_the_contracts_message_as_its_cause_not_a_lambda_error():
+    """Issue 65: causes arrived as ~1.5 KB of doubly escaped JSON with a stack trace. The functions answer invalid
+    input as data, and a Choice fails the execution with its error and message."""
+    states = DEFINITION["States"]
+    assert states["MergeReport"]["Next"] == "ReportWritten"
+    assert states["ReportWritten"] == {"Type": "Choice", "Default": "Done", "Choices": [
+        {"Variable": "$.error", "IsPresent": True, "Next": "InvalidLine"}]}
+    assert states["InvalidLine"] == {"Type": "Fail", "ErrorPath": "$.error", "CausePath": "$.message"}
+    assert states["Done"] == {"Type": "Succeed"}
 
 
 def test_distributed_map_reads_jsonl_from_s3_and_batches_within_the_contract_limits():
