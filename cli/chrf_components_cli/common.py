@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
+import signal
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import NamedTuple, NoReturn
 
@@ -25,6 +27,30 @@ class CommandError(Exception):
     def __init__(self, message: str, code: int = EXIT_USAGE) -> None:
         super().__init__(message)
         self.code = code
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, ending a run as Ctrl-C does (its children stopped), with the shell's exit code 143."""
+
+
+@contextlib.contextmanager
+def signals_end_the_run() -> Iterator[None]:
+    """SIGINT and SIGTERM interrupt the main thread while a run holds children (the functions' environments),
+    so they are stopped, not orphaned: also where SIGINT came ignored (a process started in the background by a
+    shell without job control inherits it so, and Python leaves it so), as serve does. Once one has come, both are
+    ignored until the run is wound up, so a second cannot cut its clean-up short."""
+
+    def stop(number: int, _frame: object) -> None:
+        for each in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(each, signal.SIG_IGN)
+        raise Terminated() if number == signal.SIGTERM else KeyboardInterrupt()
+
+    previous = {number: signal.signal(number, stop) for number in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
 
 
 class Parser(argparse.ArgumentParser):

@@ -31,7 +31,7 @@ import chrf_core
 from chrf_core.contract import AVERAGINGS, NORMALIZATIONS, TOOL, VERSION
 
 from . import research, service_commands
-from .common import EXIT_USAGE, CommandError, Parser
+from .common import EXIT_USAGE, CommandError, Parser, Terminated
 from .lines import InputError
 
 
@@ -222,6 +222,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except InputError as error:
         print(f"{prog}: error: {error}", file=sys.stderr)
         return EXIT_USAGE
+    except Terminated:  # SIGTERM where a run holds children: one line, exit 143 as a shell gives for SIGTERM
+        with contextlib.suppress(Exception):
+            print(f"{prog}: terminated", file=sys.stderr)
+        return 143
     except KeyboardInterrupt:  # Ctrl-C: one line, exit 130 as a shell gives for SIGINT
         with contextlib.suppress(Exception):
             print(f"{prog}: interrupted", file=sys.stderr)

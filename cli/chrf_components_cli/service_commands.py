@@ -21,6 +21,7 @@ from .common import (
     open_inputs,
     refuse_over_inputs,
     settings_from,
+    signals_end_the_run,
 )
 
 
@@ -230,7 +231,8 @@ def command_pipeline_run(args: argparse.Namespace) -> int:
     files = open_inputs((roles.hypotheses[0], "HYP_FILE"), (roles.references[0], "REF_FILE"))
     try:
         if template is not None:
-            return remote.run_local_pipeline(files, settings, template, as_json=args.json, log=args.log_file)
+            with signals_end_the_run():
+                return remote.run_local_pipeline(files, settings, template, as_json=args.json, log=args.log_file)
         return remote.run_pipeline(args.stack, files, settings, as_json=args.json)
     except chrf_core.InvalidInputError as error:  # a line no pipeline batch can hold, found before the upload
         print(f"chrf-components pipeline run: InvalidInputError: {error.message}", file=sys.stderr)
