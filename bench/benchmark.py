@@ -205,6 +205,48 @@ def measure(argv: list[str], timeout: float) -> tuple[float, float] | None:
     return elapsed, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
 
 
+def tree_rss(pid: int) -> int:
+    """Resident bytes of ``pid`` and every process descended from it, now (from /proc; shared pages counted in
+    each process that maps them, so an upper bound)."""
+    parents: dict[int, int] = {}
+    sizes: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat", encoding="utf-8") as stat:
+                    fields = stat.read().rsplit(")", 1)[1].split()
+                parents[int(entry)], sizes[int(entry)] = int(fields[1]), int(fields[21]) * PAGE
+            except (OSError, IndexError, ValueError):
+                continue
+    found, frontier = {pid}, {pid}
+    while frontier:
+        frontier = {child for child, parent in parents.items() if parent in frontier} - found
+        found |= frontier
+    return sum(sizes.get(each, 0) for each in found)
+
+
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def measure_tree(argv: list[str], timeout: float) -> tuple[float, float] | None:
+    """Wall seconds and the peak of the summed RSS (MB) of a command and all its processes, sampled every 50 ms,
+    or None if it ran out of time: what a run holds at once, however it is spread over processes."""
+    started = time.perf_counter()
+    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    peak = 0
+    while process.poll() is None:
+        peak = max(peak, tree_rss(process.pid))
+        if time.perf_counter() - started > timeout:
+            process.kill()
+            process.wait()
+            return None
+        time.sleep(0.05)
+    elapsed = time.perf_counter() - started
+    if process.returncode:
+        raise RuntimeError(f"{argv[0]} failed with status {process.returncode}")
+    return elapsed, peak / 2**20
+
+
 def command_line_table(sizes: list[int], sacrebleu_limit: int, timeout: float) -> None:
     print("\n3. Command line: chrf-components score against sacrebleu -m chrf (chrF++), real MT data\n")
     header = f"{'segments':>10}{'chrf-components':>22}{'sacreBLEU':>22}{'speed-up':>10}"

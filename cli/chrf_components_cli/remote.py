@@ -10,6 +10,7 @@ against your real credentials, so with it you need them).
 from __future__ import annotations
 
 import json
+import json.encoder
 import sys
 import tempfile
 import time
@@ -207,6 +208,24 @@ def batch_bytes(item: bytes, line: int, settings_json: bytes) -> int:
                + b',"item":' + item + b"}]}")
 
 
+def check_long_item(hypothesis: str, reference: str, item: bytes, line: int, settings_json: bytes) -> None:
+    """Refuse a segment no pipeline batch can hold, naming its line: by the contract's rule for its texts, with
+    the error the pipeline gives, or, where escaping makes the item itself larger than a batch (MaxInputBytesPerBatch,
+    the contract's MAX_TEXT_BYTES), by that measure."""
+    if chrf_core.utf8_size(hypothesis) + chrf_core.utf8_size(reference) > chrf_core.MAX_TEXT_BYTES:
+        try:
+            chrf_core.service.check_texts([hypothesis], [reference])
+        except chrf_core.InvalidInputError as error:
+            raise error.at_line(line) from None
+    if len(item) > chrf_core.MAX_TEXT_BYTES // 2:  # only a long line can fill a batch alone
+        size = batch_bytes(item, line, settings_json)
+        if size > chrf_core.MAX_TEXT_BYTES:
+            raise chrf_core.InvalidInputError(
+                None, f"a pipeline batch holding this segment alone takes {size} bytes (its texts as JSON, "
+                      f"escapes included, with its line and the settings), more than the "
+                      f"{chrf_core.MAX_TEXT_BYTES} a batch may hold (score takes it)", line=line)
+
+
 def _say(text: str) -> None:
     """A progress line on a terminal (overwritten by the next), nothing elsewhere."""
     if _show_progress():
@@ -222,6 +241,11 @@ def write_jsonl(files: list[LineFile], target: Any, settings: chrf_core.CHRF) ->
     contract's MAX_TEXT_BYTES), by that measure."""
     facts = Facts()
     settings_json = json.dumps(settings.as_dict(), separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    quoted = json.encoder.encode_basestring  # json.dumps' own escaping of a str (ensure_ascii=False), in C
+    opening, middle = f'{{"{ITEM_KEYS[0]}":', f',"{ITEM_KEYS[1]}":'  # compact JSON, as json.dumps writes the item
+    # A line of n code points is at most 4n bytes of UTF-8 text and 6n bytes escaped (\u0000): only one that
+    # could break a limit by those bounds is measured exactly.
+    short = min(chrf_core.MAX_TEXT_BYTES // 4, (chrf_core.MAX_TEXT_BYTES // 2 - len(opening) - len(middle) - 1) // 6)
     shown = time.monotonic()
     for hypotheses, references in aligned_chunks(files):
         first = facts.segments
@@ -229,22 +253,14 @@ def write_jsonl(files: list[LineFile], target: Any, settings: chrf_core.CHRF) ->
         if time.monotonic() - shown > 0.5:
             _say(f"checked {plural(first, 'segment')}")
             shown = time.monotonic()
+        items = []
         for line, (hypothesis, reference) in enumerate(zip(hypotheses, references), first + 1):
-            if chrf_core.utf8_size(hypothesis) + chrf_core.utf8_size(reference) > chrf_core.MAX_TEXT_BYTES:
-                try:
-                    chrf_core.service.check_texts([hypothesis], [reference])
-                except chrf_core.InvalidInputError as error:
-                    raise error.at_line(line) from None
-            item = json.dumps(dict(zip(ITEM_KEYS, (hypothesis, reference))), ensure_ascii=False,
-                              separators=(",", ":")).encode("utf-8")
-            if len(item) > chrf_core.MAX_TEXT_BYTES // 2:  # only a long line can fill a batch alone
-                size = batch_bytes(item, line, settings_json)
-                if size > chrf_core.MAX_TEXT_BYTES:
-                    raise chrf_core.InvalidInputError(
-                        None, f"a pipeline batch holding this segment alone takes {size} bytes (its texts as JSON, "
-                              f"escapes included, with its line and the settings), more than the "
-                              f"{chrf_core.MAX_TEXT_BYTES} a batch may hold (score takes it)", line=line)
-            target.write(item + b"\n")
+            item = f"{opening}{quoted(hypothesis)}{middle}{quoted(reference)}}}"
+            if len(hypothesis) + len(reference) > short:
+                check_long_item(hypothesis, reference, item.encode("utf-8"), line, settings_json)
+            items.append(item)
+        items.append("")
+        target.write("\n".join(items).encode("utf-8"))
     return facts
 
 
