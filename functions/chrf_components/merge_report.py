@@ -18,8 +18,10 @@ Nothing is written unless every check passes:
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
+from collections.abc import Iterator
 from typing import Any, NamedTuple
 
 import chrf_core
@@ -228,19 +230,47 @@ def result_writer_outputs(s3: Any, details: Any) -> list[tuple[str, Any]]:
         if key in seen:
             raise InconsistentResultsError(f"result file {key} is listed twice")
         seen.add(key)
-        records = read_json(s3, bucket, key, "result file")
-        if not isinstance(records, list):
-            raise InconsistentResultsError(f"result file {key} is not a list of executions")
-        for number, record in enumerate(records, start=1):
+        for number, record in enumerate(result_records(s3, bucket, key), start=1):
             source = f"{key} record {number}"
-            if not isinstance(record, dict) or record.get("Status") != "SUCCEEDED":
-                status = record.get("Status") if isinstance(record, dict) else None
-                raise InconsistentResultsError(f"{source}: status {status!s}, not SUCCEEDED")
-            try:
-                outputs.append((source, json.loads(record["Output"])))
-            except (KeyError, TypeError, ValueError):
-                raise InconsistentResultsError(f"{source}: Output is not a JSON string") from None
+            if isinstance(record, dict) and "Status" in record:  # a whole record (Transformation NONE)
+                if record.get("Status") != "SUCCEEDED":
+                    raise InconsistentResultsError(f"{source}: status {record.get('Status')!s}, not SUCCEEDED")
+                try:
+                    record = json.loads(record["Output"])
+                except (KeyError, TypeError, ValueError):
+                    raise InconsistentResultsError(f"{source}: Output is not a JSON string") from None
+            outputs.append((source, record))
     return outputs
+
+
+def result_records(s3: Any, bucket: str, key: str) -> Iterator[Any]:
+    """A result file's entries, as ResultWriter writes them (input-output-resultwriter.html): a JSON array
+    (OutputType JSON) or one per line (JSONL, read a line at a time, so the merge holds the outputs and not the
+    file); each a child execution's record (Transformation NONE) or its output (COMPACT)."""
+    from botocore.exceptions import ClientError
+
+    try:
+        body = s3.get_object(Bucket=bucket, Key=key)["Body"]
+    except ClientError as error:
+        if error.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
+            raise InconsistentResultsError(f"result file s3://{bucket}/{key} does not exist") from None
+        raise
+    lines = body.iter_lines(chunk_size=1 << 16)
+    first = next(lines, b"")
+    if first.lstrip().startswith(b"["):
+        try:
+            records = json.loads(b"\n".join([first, *lines]))
+        except ValueError:
+            raise InconsistentResultsError(f"result file s3://{bucket}/{key} is not valid JSON") from None
+        yield from records  # a list: the text is valid JSON and starts with "["
+        return
+    for number, line in enumerate(itertools.chain([first], lines), start=1):
+        if line.strip():
+            try:
+                yield json.loads(line)
+            except ValueError:
+                raise InconsistentResultsError(f"result file s3://{bucket}/{key} line {number} is not valid "
+                                               f"JSON") from None
 
 
 def lines_read(map_run_arn: Any) -> int | None:

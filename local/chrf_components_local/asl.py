@@ -9,7 +9,7 @@ What it reads: states ``Task`` (``arn:aws:states:::lambda:invoke`` only), ``Map`
 ``OutputPath`` (JSONPath reference paths: ``$``, ``$$`` for the context object, ``.field``, ``['field']``,
 ``[index]``); ``Retry`` and ``Catch``; the Distributed Map's ``ItemReader`` (``s3:getObject``, JSONL, ``MaxItems``),
 ``ItemSelector``, ``ItemBatcher``, ``ItemProcessor`` (its own machine), ``MaxConcurrency``, the tolerated failures,
-``Label`` and ``ResultWriter`` (``s3:putObject``).
+``Label`` and ``ResultWriter`` (``s3:putObject``, with or without ``WriterConfig``).
 """
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ from typing import Any, Protocol
 LAMBDA_INVOKE = "arn:aws:states:::lambda:invoke"
 S3_GET_OBJECT = "arn:aws:states:::s3:getObject"
 S3_PUT_OBJECT = "arn:aws:states:::s3:putObject"
+TRANSFORMATIONS = ("NONE", "COMPACT", "FLATTEN")  # ResultWriter.WriterConfig (input-output-resultwriter.html)
+OUTPUT_TYPES = ("JSON", "JSONL")
 MAP_CONCURRENCY_LIMIT = 10000  # a Distributed Map's MaxConcurrency at most (state-map-distributed.html)
 LABEL_LIMIT = 40  # characters of a Distributed Map's Label (state-map-distributed.html)
 LABEL_FORBIDDEN = re.compile(r"[\s<>{}\[\]?*\"#%\\^|~`$&,;:/\x00-\x1f\x7f-\x9f]")
@@ -342,6 +344,8 @@ class Map(Task):
     tolerated_count: int | None
     tolerated_percentage: float | None
     writer: Template | None
+    transformation: str  # ResultWriter.WriterConfig's: NONE (the records), COMPACT or FLATTEN (the outputs)
+    output_type: str  # JSON (an array a file) or JSONL (a record a line)
 
 
 @dataclass
@@ -510,9 +514,19 @@ def parse_map(state: dict[str, Any], where: str, task: Task, selector: Template 
     check_positive(state, "ToleratedFailurePercentage", where, 0, integer=False)
     if state.get("ToleratedFailurePercentage", 0) > 100:
         raise refuse(where, "ToleratedFailurePercentage over 100")
-    writer = None
+    writer, transformation, output_type = None, "NONE", "JSON"
     if "ResultWriter" in state:
-        written = check_fields(state["ResultWriter"], {"Resource", "Parameters"}, where, "ResultWriter")
+        written = check_fields(state["ResultWriter"], {"Resource", "Parameters", "WriterConfig"}, where,
+                               "ResultWriter")
+        if "WriterConfig" in written:
+            formats = check_fields(written["WriterConfig"], {"Transformation", "OutputType"}, where,
+                                   "ResultWriter.WriterConfig")
+            transformation, output_type = formats.get("Transformation", "NONE"), formats.get("OutputType", "JSON")
+            if transformation not in TRANSFORMATIONS or output_type not in OUTPUT_TYPES:
+                raise refuse(where, f"ResultWriter.WriterConfig {json.dumps(formats)[:80]} (Transformation is one "
+                                    f"of {', '.join(TRANSFORMATIONS)}, OutputType one of {', '.join(OUTPUT_TYPES)})")
+            if "Resource" not in written and "Parameters" not in written:
+                raise refuse(where, "ResultWriter with WriterConfig alone (a preview: results not exported)")
         if written.get("Resource") != S3_PUT_OBJECT:
             raise refuse(where, f"ResultWriter.Resource {written.get('Resource')!r} (only {S3_PUT_OBJECT})")
         writer = Template(written.get("Parameters"), where, "ResultWriter.Parameters")
@@ -524,7 +538,8 @@ def parse_map(state: dict[str, Any], where: str, task: Task, selector: Template 
                max_input_bytes=min(batcher.get("MaxInputBytesPerBatch", DATA_LIMIT), DATA_LIMIT),
                max_concurrency=state.get("MaxConcurrency", 0), label=label,
                tolerated_count=state.get("ToleratedFailureCount"),
-               tolerated_percentage=state.get("ToleratedFailurePercentage"), writer=writer)
+               tolerated_percentage=state.get("ToleratedFailurePercentage"), writer=writer,
+               transformation=transformation, output_type=output_type)
 
 
 def parse_rule(rule: Any, where: str, field: str, top: bool = False) -> Predicate:

@@ -664,7 +664,11 @@ class ChildRuns:
                             counter["running"] -= amount
                             counter[key] += amount
                         target = files[status]
-                        target.write((b"," if counts[status] else b"[") + encoded(entry))
+                        for piece in result_pieces(entry, self.state.transformation):
+                            if self.state.output_type == "JSONL":
+                                target.write(piece + b"\n")
+                            else:
+                                target.write((b"," if target.tell() else b"[") + piece)
                         counts[status] += 1
                         if outputs is not None:
                             value = json.loads(entry["Output"]) if status == "SUCCEEDED" else \
@@ -682,9 +686,10 @@ class ChildRuns:
                             services.progress(done, record.executions["total"])
             finally:  # on an error or Ctrl-C, children still running are left to end on their own
                 pool.shutdown(wait=not running, cancel_futures=True)
-            for status, target in files.items():
-                if counts[status]:
-                    target.write(b"]")
+            if self.state.output_type == "JSON":
+                for status, target in files.items():
+                    if counts[status]:
+                        target.write(b"]" if target.tell() else b"[]")
             if self.state.writer:
                 self.written = self.write_results(self.state.writer.evaluate(*self.state_input), files, counts)
         return outputs
@@ -717,6 +722,21 @@ class ChildRuns:
         self.record.items["resultsWritten"] = self.record.items["succeeded"] + self.record.items["failed"]
         self.record.executions["resultsWritten"] = counts["SUCCEEDED"] + counts["FAILED"]
         return {"MapRunArn": self.record.arn, "ResultWriterDetails": {"Bucket": bucket, "Key": key}}
+
+
+def result_pieces(entry: dict[str, Any], transformation: str) -> list[bytes]:
+    """What ResultWriter writes of one child execution (input-output-resultwriter.html): its record (NONE, and a
+    failed one whatever the transformation), its output (COMPACT), or, where that output is an array, each of its
+    elements (FLATTEN)."""
+    if transformation == "NONE" or entry["Status"] != "SUCCEEDED":
+        return [encoded(entry)]
+    text: str = entry["Output"]
+    if transformation == "FLATTEN" and text.startswith("["):
+        return [encoded(element) for element in json.loads(text)]
+    try:
+        return [text.encode("utf-8")]
+    except UnicodeEncodeError:  # a lone surrogate: escaped, as encoded() writes it
+        return [encoded(json.loads(text))]
 
 
 def split_result_file(spool: IO[bytes]) -> list[tuple[int, int]]:

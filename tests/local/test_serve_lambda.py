@@ -57,10 +57,11 @@ def test_boto3_invokes_each_function_and_gets_exactly_what_its_handler_returns(l
     assert response["ExecutedVersion"] == "$LATEST"
     response, payload = invoke(lambda_client, "ScoreBatchFunction", BATCH)
     assert "FunctionError" not in response and payload == in_process("ScoreBatchFunction", BATCH)
-    response, payload = invoke(lambda_client, "MergeReportFunction", {"settings": {}})
-    assert response["FunctionError"] == "Unhandled"
-    expected = in_process("MergeReportFunction", {"settings": {}})
-    assert (payload["errorType"], payload["errorMessage"]) == (expected["errorType"], expected["errorMessage"])
+    response, payload = invoke(lambda_client, "MergeReportFunction", {"settings": {}})  # answered as data
+    assert "FunctionError" not in response and payload == in_process("MergeReportFunction", {"settings": {}})
+    assert payload["error"] == "InvalidInputError" and payload["field"] == "output"
+    response, payload = invoke(lambda_client, "MergeReportFunction", {"check": None})
+    assert "FunctionError" not in response and payload == in_process("MergeReportFunction", {"check": None})
 
 
 def test_a_function_arn_names_the_function_by_its_logical_id(lambda_client):

@@ -418,6 +418,40 @@ def test_result_writer_writes_the_manifest_and_the_result_files_as_aws_does(s3):
     assert (described["itemCounts"]["succeeded"], described["itemCounts"]["failed"]) == (3, 3)
 
 
+@pytest.mark.parametrize(("config", "succeeded"), [
+    ({"Transformation": "COMPACT", "OutputType": "JSONL"}, b'{"n":0}\n{"n":2}\n{"n":4}\n'),
+    ({"Transformation": "COMPACT", "OutputType": "JSON"}, b'[{"n":0},{"n":2},{"n":4}]'),
+    ({"Transformation": "FLATTEN", "OutputType": "JSONL"}, b'0\n0\n2\n2\n4\n4\n'),
+    ({"Transformation": "FLATTEN", "OutputType": "JSON"}, b"[0,0,2,2,4,4]"),
+], ids=["COMPACT-JSONL", "COMPACT-JSON", "FLATTEN-JSONL", "FLATTEN-JSON"])
+def test_result_writers_writer_config_writes_the_outputs_alone_flattened_or_not_as_json_or_jsonl(s3, config,
+                                                                                                  succeeded):
+    """ResultWriter's WriterConfig, DOCS + input-output-resultwriter.html: COMPACT writes each child execution's
+    output, FLATTEN each element of an output that is an array, and a failed execution's record unchanged (as
+    NONE writes it); OutputType JSON makes each file a JSON array, JSONL one entry a line. (The corpus pipeline
+    writes COMPACT JSON Lines: its merge reads the batch outputs a line at a time, not every batch's input again.)"""
+    put_lines(s3, [json.dumps({"odd": index % 2 == 1, "n": index, "pair": [index, index]}) for index in range(6)])
+    child = copy.deepcopy(FAIL_ODD)
+    child["Done"] = {"Type": "Pass", "Parameters": {"n.$": "$.n"}, "End": True} if config["Transformation"] == \
+        "COMPACT" else {"Type": "Pass", "OutputPath": "$.pair", "End": True}
+    definition = map_definition(child, ToleratedFailureCount=3, MaxConcurrency=1, ResultWriter={
+        "Resource": S3_PUT_OBJECT, "Parameters": {"Bucket": local_runner.RESULTS_BUCKET, "Prefix": "results"},
+        "WriterConfig": config})
+    definition["States"]["Items"]["ItemProcessor"]["StartAt"] = "Check"
+    result = output(run(s3, definition, concurrency=1))
+
+    def read(key):
+        return s3.get_object(Bucket=local_runner.RESULTS_BUCKET, Key=key)["Body"].read()
+
+    files = json.loads(read(result["ResultWriterDetails"]["Key"]))["ResultFiles"]
+    assert read(files["SUCCEEDED"][0]["Key"]) == succeeded
+    failed = read(files["FAILED"][0]["Key"])
+    records = [json.loads(line) for line in failed.splitlines()] if config["OutputType"] == "JSONL" else \
+        json.loads(failed)
+    assert [(record["Status"], record["Error"], json.loads(record["Input"])["n"]) for record in records] == [
+        ("FAILED", "Odd", 1), ("FAILED", "Odd", 3), ("FAILED", "Odd", 5)]
+
+
 # ---- what the runner does not implement, refused by name before anything runs ------------------------------------
 
 
@@ -460,8 +494,14 @@ def at(definition, *path):
      "state ScoreSegments: the local runner does not implement ItemProcessor.ProcessorConfig.Mode INLINE (only "
      "DISTRIBUTED)"),
     (lambda d: d.update(QueryLanguage="JSONata"), "the definition: the local runner does not implement QueryLanguage"),
-    (lambda d: at(d, *MAP, "ResultWriter").update(WriterConfig={"OutputType": "JSONL"}),
-     "state ScoreSegments: the local runner does not implement ResultWriter.WriterConfig"),
+    (lambda d: at(d, *MAP, "ResultWriter").update(WriterConfig={"OutputType": "CSV"}),
+     'state ScoreSegments: the local runner does not implement ResultWriter.WriterConfig {"OutputType": "CSV"} '
+     "(Transformation is one of NONE, COMPACT, FLATTEN, OutputType one of JSON, JSONL)"),
+    (lambda d: at(d, *MAP, "ResultWriter").update(WriterConfig={"Transformation": "COMPACT", "Bogus": 1}),
+     "state ScoreSegments: the local runner does not implement ResultWriter.WriterConfig.Bogus"),
+    (lambda d: at(d, *MAP).update(ResultWriter={"WriterConfig": {"Transformation": "FLATTEN"}}),
+     "state ScoreSegments: the local runner does not implement ResultWriter with WriterConfig alone (a preview: "
+     "results not exported)"),
 ])
 def test_an_edited_definition_with_what_the_runner_does_not_implement_is_refused_by_name_before_anything_runs(
         s3, edit, message):

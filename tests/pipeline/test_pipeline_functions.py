@@ -334,7 +334,9 @@ def test_the_merge_refuses_more_word_tokens_than_characters(s3, pipeline_handler
     [
         (b"not json", r"is not valid JSON"),
         (None, r"does not exist"),
-        ({"not": "a list"}, r"is not a list of executions"),
+        ({"not": "a list"}, r"record 1: not a batch result"),
+        (b'{"first_line": 1, "last_line": 1, "counts": {}}\n{"Status": "FAILED"}\n', r"record 2: status FAILED"),
+        (b'{"first_line": 1, "last_line": 1, "counts": {}}\n{not json\n', r"line 2 is not valid JSON"),
         ([{"Status": "SUCCEEDED", "Output": "{not json"}], r"Output is not a JSON string"),
         ([{"Status": "SUCCEEDED"}], r"Output is not a JSON string"),
         ([record({"first_line": 1})], r"not a batch result"),
@@ -342,7 +344,7 @@ def test_the_merge_refuses_more_word_tokens_than_characters(s3, pipeline_handler
         ([record({"first_line": 1, "last_line": 1, "counts": {"orders": []}})], r"counts: expected an object"),
         ([record({"invalid_input": {"Error": "Boom", "Cause": "{}"}})], r"not an InvalidInputError"),
         ([record({"invalid_input": "oops"})], r"not an InvalidInputError"),
-        (["a string"], r"status None"),
+        (["a string"], r"not a batch result"),
     ],
 )
 def test_malformed_results_fail_with_the_named_error_never_a_raw_exception(s3, pipeline_handlers, content, match):
