@@ -272,6 +272,4 @@ def test_the_corpus_pipeline_with_invalid_input_fails_naming_the_line_through_sa
                                      "output": {"bucket": bucket, "key": "reports/x.json"}}, "sam")
     assert len(batches) == 3
     assert (execution.status, execution.error) == ("FAILED", "InvalidInputError")
-    assert json.loads(json.loads(execution.cause)["errorMessage"]) == {
-        "code": "invalid_input", "field": "hypotheses", "line": 401,
-        "message": "line 401 (hypothesis): must be a string"}
+    assert execution.cause == "line 401 (hypothesis): must be a string"  # one readable line, as serve's run says
