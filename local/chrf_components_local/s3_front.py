@@ -8,8 +8,8 @@ XML bodies (no DOCTYPE or entity, bounded depth: S3's MalformedXML), and the sto
 moto is kept behind it for what it does well (every S3 operation's semantics and XML); what it would do badly with a
 hostile request (allocate a declared length, decode by repeated concatenation, answer a malformed body with a 500)
 never reaches it, and a request moto fails on (a POST to an object without an action, /moto-api/reset among them)
-is answered 501 NotImplemented, never a 500. Objects past 5 MB are already spooled to disk by moto (its
-SpooledTemporaryFile); serve points its temporary folder at one of its own, removed when it ends.
+is answered 501 NotImplemented, never a 500. Where the bytes live is s3_store's: every object and part on disk, in
+serve's own temporary folder (removed when it ends), streamed on GET; STORE_LIMIT counts them all.
 """
 
 from __future__ import annotations

@@ -133,7 +133,7 @@ class Gateway:
     def s3_answer(self, environ: dict[str, Any], start_response: StartResponse, method: str) -> Iterable[bytes]:
         """An S3 request, checked and decoded as S3 checks it (s3_front: names, aws-chunked bodies, XML bodies, the
         store's size; with --iam the signature) and then answered by moto's S3; logged without its bucket or key."""
-        from . import s3_front
+        from . import s3_front, s3_store
 
         seen: dict[str, Any] = {}
         target = environ.get("REQUEST_URI") or environ.get("PATH_INFO", "/")
@@ -197,7 +197,8 @@ class Gateway:
             return lambda data: None  # moto answers with an iterable, never through write()
 
         try:
-            chunks = self.s3(environ, remembered)
+            with s3_store.answering():
+                chunks = self.s3(environ, remembered)
         except Exception:  # moto's own failure on a request it does not implement: never a 500
             seen["status"] = "500"
         if str(seen.get("status", "500")).startswith("500"):  # e.g. POST /moto-api/reset: an object, no action
@@ -358,6 +359,16 @@ def lingering_channel() -> type:
                     self.__class__ = Lingering  # the poll loop asks every channel: only a lingering one pays
                     return
             super().handle_close()
+
+        def send_continue(self) -> None:
+            """waitress 3.0.2 sends 100 Continue for a request already complete (Expect: 100-continue with
+            Content-Length: 0, as boto3 sends an empty PUT) and then marks it incomplete, waiting for a body that
+            never comes: the client hangs until its timeout. A request with nothing left to send gets its final
+            answer alone (RFC 9110 15.2.1: a server may omit the 100 when it has the content)."""
+            if self.request is not None and self.request.completed and not self.request.content_length:
+                self.request.expect_continue = False
+                return
+            super().send_continue()
 
     class Lingering(LingeringChannel):
         """A channel reading and discarding what its client still sends, then closing."""
@@ -520,6 +531,7 @@ def make_server(host: str = "127.0.0.1", port: int = 3000, template: pathlib.Pat
     as for runtime.Functions."""
     if not 1 <= workers <= WORKERS_LIMIT:
         raise ServeError(f"--workers must be from 1 to {WORKERS_LIMIT} (each is a process), got {workers}")
+    large_buffers_returned()
     credentials = None
     if iam:  # the caller's AWS configuration is read for --iam alone
         import botocore.session
@@ -595,13 +607,37 @@ def local_services(path: pathlib.Path, template: dict[str, Any], url: str, regio
     return stepfunctions, s3
 
 
+def large_buffers_returned() -> None:
+    """Buffers of a MiB and more (request bodies, S3 parts, answers) go back to the system when freed. glibc's
+    malloc raises its mmap threshold after the first large free, so later large buffers come from each thread's
+    arena and stay with the process: serve grew by about the size of every upload it took. A fixed threshold
+    (mallopt M_MMAP_THRESHOLD) keeps them out of the arenas; elsewhere than glibc nothing is changed."""
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("c")
+    try:
+        libc = ctypes.CDLL(name) if name else None
+        if libc is not None and hasattr(libc, "mallopt"):
+            libc.mallopt(M_MMAP_THRESHOLD, 1 << 20)
+    except OSError:
+        pass
+
+
+M_MMAP_THRESHOLD = -3  # glibc's malloc.h
+
+
 def moto_s3(buckets: list[str], region: str) -> Any:
-    """moto's S3 as a WSGI application (in this process: what it stores lives as long as the server), with the
-    template's buckets created."""
+    """moto's S3 as a WSGI application (in this process: what it stores lives as long as the process), its objects
+    on disk and streamed (s3_store), with the template's buckets created."""
     import logging
 
     from moto.moto_server.werkzeug_app import create_backend_app
     from moto.s3.models import s3_backends
+
+    from . import s3_store
+
+    s3_store.install()
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     logging.getLogger("waitress.queue").setLevel(logging.ERROR)  # "Task queue depth is 2": a queue is what it is for
@@ -609,16 +645,27 @@ def moto_s3(buckets: list[str], region: str) -> Any:
     for bucket in buckets:
         if bucket not in backend.buckets:
             backend.create_bucket(bucket, region)
-    return create_backend_app("s3")
+    app = create_backend_app("s3")
+    # moto's server runs Flask in debug mode, whose check of request.files gives each request a class of its own
+    # holding the request (and its body) in a cycle until the garbage collector's next full pass: serve held a
+    # dozen 8 MiB upload parts at a time. Exceptions still reach s3_answer, which answers them (never a 500).
+    app.debug = False
+    app.config["PROPAGATE_EXCEPTIONS"] = True
+    return app
 
 
 def stored_bytes() -> int:
-    """What moto's S3 holds now, in bytes (every version of every object of every bucket)."""
+    """What moto's S3 holds now, in bytes: every version of every object of every bucket, and the parts of the
+    multipart uploads not yet completed (a completed one's parts are views of its object, counted once)."""
     from moto.s3.models import s3_backends
 
     backend = s3_backends[sam_template.ACCOUNT]["global"]
-    return sum(key.size for bucket in list(backend.buckets.values()) for versions in list(bucket.keys.lists())
-               for key in versions[1] if hasattr(key, "size"))
+    buckets = list(backend.buckets.values())
+    objects: int = sum(key.size for bucket in buckets for versions in list(bucket.keys.lists())
+                       for key in versions[1] if hasattr(key, "size"))
+    parts: int = sum(part.size for bucket in buckets for upload in list(bucket.multiparts.values())
+                     for part in list(upload.parts.values()))
+    return objects + parts
 
 
 def _stopper(server: LocalServer) -> Callable[[int, Any], None]:

@@ -261,3 +261,21 @@ def test_an_upload_past_the_stores_local_cap_is_refused(monkeypatch):
     finally:
         running.shutdown()
         running.server_close()
+
+
+def test_the_parts_of_an_upload_not_yet_completed_count_against_the_stores_cap(monkeypatch):
+    """Before, only objects were counted: parts uploaded and never completed grew the store past any cap."""
+    running, url = serving(monkeypatch, False)
+    try:
+        s3 = s3_client(url)
+        monkeypatch.setattr(s3_front, "STORE_LIMIT", server.stored_bytes() + 1500)
+        upload = s3.create_multipart_upload(Bucket=BUCKET, Key="inputs/parts.bin")["UploadId"]
+        s3.upload_part(Bucket=BUCKET, Key="inputs/parts.bin", UploadId=upload, PartNumber=1, Body=b"x" * 1000)
+        with pytest.raises(s3.exceptions.ClientError) as refused:
+            s3.upload_part(Bucket=BUCKET, Key="inputs/parts.bin", UploadId=upload, PartNumber=2, Body=b"x" * 1000)
+        assert refused.value.response["Error"]["Code"] == "EntityTooLarge"
+        s3.abort_multipart_upload(Bucket=BUCKET, Key="inputs/parts.bin", UploadId=upload)
+        s3.put_object(Bucket=BUCKET, Key="inputs/after.bin", Body=b"x" * 1000)  # aborted: its part is gone
+    finally:
+        running.shutdown()
+        running.server_close()
