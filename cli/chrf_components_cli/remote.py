@@ -389,6 +389,14 @@ def run_local_pipeline(files: list[LineFile], settings: chrf_core.CHRF, template
                             settings, facts, as_json, LOCAL_POLL_SECONDS, local=True)
 
 
+def _transfer_config(local: bool) -> Any:
+    """boto3's multipart upload settings: its defaults for AWS; on this machine two parts at a time (serve's S3
+    takes them on the same cores, and each part in flight is held in memory on both sides)."""
+    from boto3.s3.transfer import TransferConfig
+
+    return TransferConfig(max_concurrency=2) if local else TransferConfig()
+
+
 def _execute(session: Any, region: str, endpoint: str | None, outputs: dict[str, str], parameters: dict[str, str],
              jsonl: Any, files: list[LineFile], settings: chrf_core.CHRF, facts: Facts, as_json: bool,
              poll_seconds: float, local: bool) -> int:
@@ -405,7 +413,7 @@ def _execute(session: Any, region: str, endpoint: str | None, outputs: dict[str,
     report_key = f"{parameters.get('ReportPrefix') or 'reports/'}{run}.json"
     _say(f"uploading {plural(facts.segments, 'segment')}")
     try:
-        s3.upload_fileobj(jsonl, bucket, input_key)
+        s3.upload_fileobj(jsonl, bucket, input_key, Config=_transfer_config(local))
         execution = stepfunctions.start_execution(
             stateMachineArn=machine, name=run,
             input=json.dumps(_execution_input(bucket, input_key, report_key, settings)))["executionArn"]

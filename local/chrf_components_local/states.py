@@ -28,7 +28,7 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from typing import IO, Any, NamedTuple
 
 from .asl import (
@@ -456,7 +456,10 @@ class StateMachine:
             with tempfile.TemporaryFile() as spool:
                 child = ChildRuns(self, state, label, run_id, record, spool, (effective, context))
                 batches = self.read_batches(state, effective, context, child)
-                outputs = child.run_all(batches, max(1, parallel))  # children start as the batches are read
+                try:
+                    outputs = child.run_all(batches, max(1, parallel))  # children start as the batches are read
+                finally:  # stopped or failed: the object's GET is closed now, not when the reader is collected
+                    batches.close()
             record.status = "FAILED" if child.exceeded else "SUCCEEDED"
             if child.exceeded:
                 raise StatesError("States.ExceedToleratedFailureThreshold",
@@ -472,7 +475,7 @@ class StateMachine:
             record.settle()
 
     def read_batches(self, state: Map, effective: Any, context: Context,
-                     child: ChildRuns) -> Iterator[Batch]:
+                     child: ChildRuns) -> Generator[Batch, None, None]:
         """Read the items (ItemReader), select each (ItemSelector) and batch them (ItemBatcher) into the child
         runs' spool: the child executions' inputs, each checked against the 256 KiB limit, yielded as each is
         complete, so children run while the rest is still read (the Map Run's totals grow as they start)."""
@@ -484,8 +487,14 @@ class StateMachine:
                 child.spool.write(data)
             return batch
 
-        location = state.reader.evaluate(effective, context)
-        max_items, max_items_per_batch, max_bytes = state.max_items, state.max_items_per_batch, state.max_input_bytes
+        items = self.read_items(state.reader.evaluate(effective, context), state.max_items)
+        with contextlib.closing(items):
+            yield from self.batched(state, effective, context, items, spooled)
+
+    def batched(self, state: Map, effective: Any, context: Context, items: Iterator[tuple[int, Any]],
+                spooled: Callable[[bytes, int, int], Batch]) -> Iterator[Batch]:
+        """The items selected (ItemSelector) and batched (ItemBatcher), each batch spooled as it is complete."""
+        max_items_per_batch, max_bytes = state.max_items_per_batch, state.max_input_bytes
         if state.batched:
             envelope = {"BatchInput": state.batch_input.evaluate(effective, context)} if state.batch_input else {}
             base = json_size({**envelope, "Items": []})
@@ -499,7 +508,7 @@ class StateMachine:
             pending, pending_size = [], 0
             return batch
 
-        for index, (line, item) in enumerate(self.read_items(location, max_items)):
+        for index, (line, item) in enumerate(items):
             context.item = {"Index": index, "Value": item}
             try:
                 selected = state.selector.evaluate(effective, context) if state.selector else item
@@ -528,7 +537,7 @@ class StateMachine:
         if pending:
             yield flush()
 
-    def read_items(self, location: dict[str, Any], max_items: int | None) -> Iterator[tuple[int, Any]]:
+    def read_items(self, location: dict[str, Any], max_items: int | None) -> Generator[tuple[int, Any], None, None]:
         """The JSONL object's items with their 1-based line numbers (blank lines hold none), one per line, read a
         chunk at a time: a line that is not one JSON value fails
         the Map run (States.ItemReaderFailed), as does a line too long to be any child's input."""
