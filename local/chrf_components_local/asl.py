@@ -83,6 +83,8 @@ class Context(Protocol):
 
     def data(self) -> dict[str, Any]: ...
 
+    def part(self, name: Any) -> Any: ...  # data()[name] if there is one, else None
+
 
 Predicate = Callable[[Any, Context], bool]  # a Choice rule as it runs: whether it holds of a state's data
 
@@ -116,8 +118,16 @@ class Path:
 
     def resolve(self, data: Any, context: Context, field: str) -> Any:
         """The value the path names in ``data`` (or the context object); States.Runtime naming ``field`` if none."""
-        value: Any = context.data() if self.root == "$$" else data
-        for step in self.steps:
+        steps = self.steps
+        if self.root == "$$" and steps:  # the part of the context object the path starts in, not all of it
+            value: Any = context.part(steps[0])
+            if value is None:
+                raise StatesError("States.Runtime", f"The JSONPath '{self.text}' specified for the field '{field}' "
+                                                    f"could not be found in the input")
+            steps = steps[1:]
+        else:
+            value = context.data() if self.root == "$$" else data
+        for step in steps:
             found = (isinstance(step, int) and isinstance(value, list) and step < len(value)) or (
                 isinstance(step, str) and isinstance(value, dict) and step in value)
             if not found:

@@ -689,3 +689,28 @@ def test_an_express_child_that_never_ends_times_out_at_its_duration(s3, monkeypa
     put_lines(s3, ['{"n": 1}'])
     execution = run(s3, map_definition({"Child": {"Type": "Pass", "Next": "Child"}}))
     assert (execution.status, execution.error) == ("FAILED", "States.ExceedToleratedFailureThreshold")
+
+
+@pytest.mark.parametrize(("payload", "expected"), [
+    ("$", lambda batch: batch), ("$.Items", lambda batch: batch["Items"]),
+    ("$.Items[0]", lambda batch: batch["Items"][0])])
+def test_a_lambda_task_gets_its_payload_as_compact_utf8_json_whether_passed_whole_or_in_part(s3, payload, expected):
+    """A child's input passed on whole ("Payload.$": "$", the template's ScoreBatch) is sent as the bytes the batch
+    was spooled as, not decoded and encoded again; a part of it is encoded. Either way: compact JSON in UTF-8 (a
+    lone surrogate escaped), equal to the value Step Functions would pass."""
+    items = [{"text": "aé中😀\n\"\\"}, {"text": "b\udc00"}, {"n": 1.5e300, "t": True, "z": None}]
+    put_lines(s3, [json.dumps(item) for item in items])
+    sent = []
+
+    def invoke(function, data):
+        sent.append(data)
+        return LambdaAnswer(b"{}", None, "request")
+
+    child = {"Child": {"Type": "Task", "Resource": "arn:aws:states:::lambda:invoke",
+                       "Parameters": {"FunctionName": "F", "Payload.$": payload}, "End": True}}
+    definition = map_definition(child, ItemBatcher={"MaxItemsPerBatch": 2})
+    output(run(s3, definition, invoke=invoke))
+    first, second = (expected(batch) for batch in ({"Items": items[:2]}, {"Items": items[2:]}))
+    decoded = [json.loads(data.decode("utf-8")) for data in sent]  # (the children run in any order)
+    assert sorted(decoded, key=repr) == sorted([first, second], key=repr)
+    assert sent[decoded.index(second)] == json.dumps(second, ensure_ascii=False, separators=(",", ":")).encode()
