@@ -28,7 +28,7 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from typing import IO, Any, NamedTuple
 
 from .asl import (
@@ -44,9 +44,10 @@ from .asl import (
     StatesError,
     Succeed,
     Task,
+    Template,
     parse_machine,
 )
-from .template import LOCAL_REGION, LOCAL_ROLE, local_arn
+from .template import LOCAL_REGION, LOCAL_ROLE, is_loopback, local_arn
 
 HISTORY_LIMIT = 25000  # events in a Standard execution's history: past it, the execution fails
 EXPRESS_DURATION = 300  # seconds an Express execution may run: past it, it times out
@@ -510,102 +511,228 @@ class StateMachine:
                      child: ChildRuns) -> Generator[Batch, None, None]:
         """Read the items (ItemReader), select each (ItemSelector) and batch them (ItemBatcher) into the child
         runs' spool: the child executions' inputs, each checked against the 256 KiB limit, yielded as each is
-        complete, so children run while the rest is still read (the Map Run's totals grow as they start)."""
+        complete, so children run while the rest is still read (the Map Run's totals grow as they start). A large
+        object on `serve`'s own S3 is read by a process of its own (ReaderProcess), beside the children."""
+        location = checked_location(state.reader.evaluate(effective, context))
+        source = ItemSource.of(state)
+        process = ReaderProcess.start(self.services.s3, location, source, effective, context)
+        if process is not None:
+            with process:
+                yield from self.spooled(child, process)
+            return
+        items = read_items(self.services.s3, location, source.max_items)
+        with contextlib.closing(items):
+            yield from self.spooled(child, batched(source, effective, context, items))
 
-        def spooled(data: bytes, first_item: int, items: int) -> Batch:
+    @staticmethod
+    def spooled(child: ChildRuns, batches: Iterable[tuple[bytes, int, int]]) -> Iterator[Batch]:
+        for data, first_item, items in batches:
             with child.spool_lock:  # children read the spool meanwhile
                 child.spool.seek(0, os.SEEK_END)
                 batch = Batch(child.spool.tell(), len(data), first_item, items)
                 child.spool.write(data)
-            return batch
+            yield batch
 
-        items = self.read_items(state.reader.evaluate(effective, context), state.max_items)
-        with contextlib.closing(items):
-            yield from self.batched(state, effective, context, items, spooled)
 
-    def batched(self, state: Map, effective: Any, context: Context, items: Iterator[tuple[int, Any]],
-                spooled: Callable[[bytes, int, int], Batch]) -> Iterator[Batch]:
-        """The items selected (ItemSelector) and batched (ItemBatcher), each batch spooled as it is complete."""
-        max_items_per_batch, max_bytes = state.max_items_per_batch, state.max_input_bytes
-        if state.batched:
-            envelope = {"BatchInput": state.batch_input.evaluate(effective, context)} if state.batch_input else {}
-            base = json_size({**envelope, "Items": []})
-        pending: list[bytes] = []
-        pending_size, first = 0, 0
+class ItemSource(NamedTuple):
+    """What reading a Map's items takes: its ItemSelector, ItemBatcher and ItemReader's MaxItems (picklable, for a
+    reader in a process of its own)."""
 
-        def flush() -> Batch:
-            nonlocal pending, pending_size
-            data = (encoded(envelope)[:-1] + b"," if envelope else b"{") + b'"Items":[' + b",".join(pending) + b"]}"
-            batch = spooled(data, first, len(pending))
-            pending, pending_size = [], 0
-            return batch
+    selector: Template | None
+    batch_input: Template | None
+    batched: bool
+    max_items_per_batch: float
+    max_input_bytes: int
+    max_items: int | None
 
-        for index, (line, item) in enumerate(items):
-            context.item = {"Index": index, "Value": item}
-            try:
-                selected = state.selector.evaluate(effective, context) if state.selector else item
-            finally:
-                context.item = None
-            text = encoded(selected)
-            size = len(text)
-            if not state.batched:
-                if size > DATA_LIMIT:
-                    raise StatesError("States.DataLimitExceeded", f"line {line}: {size} bytes, over the "
-                                                                  f"{DATA_LIMIT}-byte input of a child execution")
-                yield spooled(text, index, 1)
-                continue
-            if base + size > max_bytes:
-                raise StatesError("States.ItemReaderFailed",
-                                  f"line {line}: a batch of this item alone takes {base + size} bytes, more than "
-                                  f"MaxInputBytesPerBatch ({max_bytes})")
-            separator = 1 if pending else 0
-            if pending and (len(pending) >= max_items_per_batch or base + pending_size + separator + size > max_bytes):
-                yield flush()
-                separator = 0
-            if not pending:
-                first = index
-            pending.append(text)
-            pending_size += separator + size
-        if pending:
-            yield flush()
+    @classmethod
+    def of(cls, state: Map) -> ItemSource:
+        return cls(state.selector, state.batch_input, state.batched, state.max_items_per_batch,
+                   state.max_input_bytes, state.max_items)
 
-    def read_items(self, location: dict[str, Any], max_items: int | None) -> Generator[tuple[int, Any], None, None]:
-        """The JSONL object's items with their 1-based line numbers (blank lines hold none), one per line, read a
-        chunk at a time: a line that is not one JSON value fails
-        the Map run (States.ItemReaderFailed), as does a line too long to be any child's input."""
-        from botocore.exceptions import BotoCoreError, ClientError
 
-        bucket, key = location.get("Bucket"), location.get("Key")
-        if not isinstance(bucket, str) or not isinstance(key, str):
-            raise StatesError("States.ItemReaderFailed", "ItemReader.Parameters: Bucket and Key must be strings")
+def checked_location(location: Any) -> dict[str, str]:
+    bucket, key = (location.get("Bucket"), location.get("Key")) if isinstance(location, dict) else (None, None)
+    if not isinstance(bucket, str) or not isinstance(key, str):
+        raise StatesError("States.ItemReaderFailed", "ItemReader.Parameters: Bucket and Key must be strings")
+    return {"Bucket": bucket, "Key": key}
+
+
+def batched(source: ItemSource, effective: Any, context: Context,
+            items: Iterator[tuple[int, Any]]) -> Iterator[tuple[bytes, int, int]]:
+    """The items selected (ItemSelector) and batched (ItemBatcher): each child's input as (its bytes, its first
+    item's index, its number of items), as each is complete."""
+    max_items_per_batch, max_bytes = source.max_items_per_batch, source.max_input_bytes
+    if source.batched:
+        envelope = {"BatchInput": source.batch_input.evaluate(effective, context)} if source.batch_input else {}
+        base = json_size({**envelope, "Items": []})
+    pending: list[bytes] = []
+    pending_size, first = 0, 0
+
+    def flush() -> tuple[bytes, int, int]:
+        nonlocal pending, pending_size
+        data = (encoded(envelope)[:-1] + b"," if envelope else b"{") + b'"Items":[' + b",".join(pending) + b"]}"
+        batch = (data, first, len(pending))
+        pending, pending_size = [], 0
+        return batch
+
+    for index, (line, item) in enumerate(items):
+        context.item = {"Index": index, "Value": item}
         try:
-            body = self.services.s3.get_object(Bucket=bucket, Key=key)["Body"]
-        except (ClientError, BotoCoreError) as error:
-            raise StatesError("States.ItemReaderFailed", f"s3:getObject s3://{bucket}/{key}: {error}") from None
-        count, number, pending = 0, 0, b""
-        with contextlib.closing(body):
-            while max_items is None or count < max_items:
-                chunk = body.read(READ_CHUNK)
-                lines = (pending + chunk).split(b"\n")
-                pending = lines.pop() if chunk else b""
-                if len(pending) > DATA_LIMIT:
-                    raise StatesError("States.ItemReaderFailed", f"line {number + len(lines) + 1}: longer than "
-                                                                 f"{DATA_LIMIT} bytes")
-                for line in lines:
-                    number += 1
-                    if not line.strip():
-                        continue
-                    try:
-                        item = json.loads(line.decode("utf-8"))
-                    except (UnicodeDecodeError, ValueError, RecursionError):
-                        raise StatesError("States.ItemReaderFailed", f"line {number}: not one JSON value in "
-                                                                     f"UTF-8") from None
-                    yield number, item
-                    count += 1
-                    if max_items is not None and count >= max_items:
-                        return
-                if not chunk:
+            selected = source.selector.evaluate(effective, context) if source.selector else item
+        finally:
+            context.item = None
+        text = encoded(selected)
+        size = len(text)
+        if not source.batched:
+            if size > DATA_LIMIT:
+                raise StatesError("States.DataLimitExceeded", f"line {line}: {size} bytes, over the "
+                                                              f"{DATA_LIMIT}-byte input of a child execution")
+            yield text, index, 1
+            continue
+        if base + size > max_bytes:
+            raise StatesError("States.ItemReaderFailed",
+                              f"line {line}: a batch of this item alone takes {base + size} bytes, more than "
+                              f"MaxInputBytesPerBatch ({max_bytes})")
+        separator = 1 if pending else 0
+        if pending and (len(pending) >= max_items_per_batch or base + pending_size + separator + size > max_bytes):
+            yield flush()
+            separator = 0
+        if not pending:
+            first = index
+        pending.append(text)
+        pending_size += separator + size
+    if pending:
+        yield flush()
+
+
+def read_items(s3: Any, location: dict[str, str], max_items: int | None) -> Generator[tuple[int, Any], None, None]:
+    """The JSONL object's items with their 1-based line numbers (blank lines hold none), one per line, read a
+    chunk at a time: a line that is not one JSON value fails the Map run (States.ItemReaderFailed), as does a line
+    too long to be any child's input."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    bucket, key = location["Bucket"], location["Key"]
+    try:
+        body = s3.get_object(Bucket=bucket, Key=key)["Body"]
+    except (ClientError, BotoCoreError) as error:
+        raise StatesError("States.ItemReaderFailed", f"s3:getObject s3://{bucket}/{key}: {error}") from None
+    count, number, pending = 0, 0, b""
+    with contextlib.closing(body):
+        while max_items is None or count < max_items:
+            chunk = body.read(READ_CHUNK)
+            lines = (pending + chunk).split(b"\n")
+            pending = lines.pop() if chunk else b""
+            if len(pending) > DATA_LIMIT:
+                raise StatesError("States.ItemReaderFailed", f"line {number + len(lines) + 1}: longer than "
+                                                             f"{DATA_LIMIT} bytes")
+            for line in lines:
+                number += 1
+                if not line.strip():
+                    continue
+                try:
+                    item = json.loads(line.decode("utf-8"))
+                except (UnicodeDecodeError, ValueError, RecursionError):
+                    raise StatesError("States.ItemReaderFailed", f"line {number}: not one JSON value in "
+                                                                 f"UTF-8") from None
+                yield number, item
+                count += 1
+                if max_items is not None and count >= max_items:
                     return
+            if not chunk:
+                return
+
+
+READER_PROCESS_BYTES = 16 * 1024 * 1024  # an object at least this large on serve's own S3 is read in a process
+
+
+class ReaderProcess:
+    """A Map's items read, selected and batched by a process of its own (spawned), sent to the runner through a
+    pipe: the runner's process also answers S3 and the functions, and reading, decoding and encoding a large
+    object's items took half its time (py-spy, 10^6 lines), time the children then waited for. Only for an object
+    of READER_PROCESS_BYTES and more on serve's own S3 (a loopback endpoint the process reaches too); the same
+    functions (read_items, batched) run there, so the batches and errors are the same bytes and words."""
+
+    def __init__(self, process: Any, connection: Any) -> None:
+        self.process, self.connection = process, connection
+
+    @classmethod
+    def start(cls, s3: Any, location: dict[str, str], source: ItemSource, effective: Any,
+              context: Context) -> ReaderProcess | None:
+        import multiprocessing
+        from urllib.parse import urlsplit
+
+        endpoint = str(getattr(getattr(s3, "meta", None), "endpoint_url", "") or "")
+        if not endpoint.startswith("http://") or not is_loopback(urlsplit(endpoint).hostname or ""):
+            return None
+        try:
+            size = int(s3.head_object(Bucket=location["Bucket"], Key=location["Key"])["ContentLength"])
+            frozen = s3._request_signer._credentials.get_frozen_credentials()
+            credentials = (frozen.access_key, frozen.secret_key, frozen.token)
+        except Exception:  # the GET in this process answers it (NoSuchKey and the like) as the Map run's error
+            return None
+        if size < READER_PROCESS_BYTES:
+            return None
+        spawn = multiprocessing.get_context("spawn")
+        receiving, sending = spawn.Pipe(duplex=False)
+        process = spawn.Process(target=read_in_process, name="chrf-map-reader", daemon=True,
+                                args=(sending, endpoint, s3.meta.region_name, credentials, s3.meta.config, location,
+                                      source, effective, (context.execution, context.machine, context.state)))
+        process.start()
+        sending.close()
+        return cls(process, receiving)
+
+    def __iter__(self) -> Iterator[tuple[bytes, int, int]]:
+        while True:
+            try:
+                message = self.connection.recv()
+            except EOFError:
+                raise StatesError("States.ItemReaderFailed", "the item reader ended without reading the "
+                                                             "object") from None
+            if message is None:
+                return
+            if message[0] == "error":
+                raise StatesError(message[1], message[2])
+            yield message[1], message[2], message[3]
+
+    def __enter__(self) -> ReaderProcess:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        """Done, failed or stopped: the process ends now (a stopped run does not read on)."""
+        if self.process.is_alive():
+            self.process.terminate()
+        self.process.join(10)
+        self.connection.close()
+
+
+def read_in_process(connection: Any, endpoint: str, region: str, credentials: tuple[str, str, str | None],
+                    config: Any, location: dict[str, str], source: ItemSource, effective: Any,
+                    parts: tuple[dict[str, Any], dict[str, Any], dict[str, Any]]) -> None:
+    """ReaderProcess's process: the batches, then None; or the Map run's error."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the runner's to act on: it ends this process
+    try:
+        import boto3
+
+        key, secret, token = credentials
+        s3 = boto3.session.Session(aws_access_key_id=key, aws_secret_access_key=secret, aws_session_token=token,
+                                   region_name=region).client("s3", endpoint_url=endpoint, config=config)
+        context = Context(parts[0], parts[1])
+        context.state = parts[2]
+        items = read_items(s3, location, source.max_items)
+        with contextlib.closing(items):
+            for data, first, count in batched(source, effective, context, items):
+                connection.send(("batch", data, first, count))
+        connection.send(None)
+    except StatesError as error:
+        connection.send(("error", error.error, error.cause))
+    except (BrokenPipeError, ConnectionError):  # the runner is gone: nothing to answer
+        pass
+    except Exception as error:  # never a traceback on the command's terminal
+        with contextlib.suppress(OSError):
+            connection.send(("error", "States.ItemReaderFailed", f"the item reader failed: {error}"))
 
 
 class ChildRuns:
