@@ -19,8 +19,9 @@
    part's statistics; scores per group of a WMT-shaped table (300 systems) on each engine against a loop of
    corpus_score per group; a Parquet file read by each engine, reading and scoring timed apart.
 10. The corpus pipeline on this machine: `pipeline run --local` (serve's S3 and Step Functions, the state machine on
-   the local runner, the functions in their environments) against `score` on the same 1M lines, time and peak RSS
-   of the command's own process (the functions' environments are processes of their own), rounds interleaved.
+   the local runner, the functions in their environments) against `score --json` on the same 1M and 5M lines: time
+   and the peak of the RSS summed over the command and all its processes (the functions' environments included),
+   and that peak against the first size's (flat: about 1x), rounds interleaved.
 
 Times are the best of several interleaved rounds (the least disturbed by other load on a shared machine).
 `python bench/benchmark.py --quick` runs fewer rounds and smaller command-line corpora. `--baseline SO` loads a
@@ -553,29 +554,35 @@ def import_times() -> None:
         print(f"  import {module:<10} {min(runs):6.1f} ms  ({what})")
 
 
-def local_pipeline_table(segments: int, rounds: int, timeout: float) -> None:
-    print(f"\n10. The corpus pipeline on this machine: pipeline run --local against score, {segments:,} real lines "
-          f"(chrF), best of {rounds}\n")
-    header = f"{'command':<26}{'time':>10}{'peak RSS':>12}{'time / score':>15}"
+def local_pipeline_table(sizes: list[int], rounds: int, timeout: float) -> None:
+    """`pipeline run --local` against `score --json` on the same real lines, each size's rounds interleaved: wall time
+    and the peak of the RSS summed over the command and all its processes (serve's functions' workers included)."""
+    print(f"\n10. The corpus pipeline on this machine: pipeline run --local against score --json, real lines (chrF), "
+          f"best of {rounds}; peak: RSS summed over the command and all its processes\n")
+    header = f"{'segments':>10}  {'command':<22}{'time':>10}{'peak':>11}{'time / score':>14}{'peak / first':>14}"
     print(header + "\n" + "-" * len(header))
-    with tempfile.TemporaryDirectory() as folder:
-        hyp, ref = corpus_files(pathlib.Path(folder), segments)
-        commands = {"score": [str(BIN / "chrf-components"), "score", str(hyp), str(ref)],
-                    "pipeline run --local": [str(BIN / "chrf-components"), "pipeline", "run", str(hyp), str(ref),
-                                             "--local", "--template", str(ROOT / "template.yaml")]}
-        best: dict[str, tuple[float, float]] = {}
-        for _ in range(rounds):
-            for name, argv in commands.items():
-                found = measure(argv, timeout)
-                if found and (name not in best or found[0] < best[name][0]):
-                    best[name] = found
-    for name in commands:
-        if name not in best:
-            print(f"{name:<26}{'timed out':>10}")
-            continue
-        seconds, memory = best[name]
-        ratio = f"{seconds / best['score'][0]:14.1f}x" if "score" in best else ""
-        print(f"{name:<26}{seconds:9.1f}s{memory:9.0f} MB{ratio:>15}")
+    first: dict[str, float] = {}
+    for segments in sizes:
+        with tempfile.TemporaryDirectory() as folder:
+            hyp, ref = corpus_files(pathlib.Path(folder), segments)
+            commands = {"score --json": [str(BIN / "chrf-components"), "score", "--json", str(hyp), str(ref)],
+                        "pipeline run --local": [str(BIN / "chrf-components"), "pipeline", "run", str(hyp), str(ref),
+                                                 "--local", "--json", "--template", str(ROOT / "template.yaml")]}
+            best: dict[str, tuple[float, float]] = {}
+            for _ in range(rounds):
+                for name, argv in commands.items():
+                    found = measure_tree(argv, timeout)
+                    if found and (name not in best or found[0] < best[name][0]):
+                        best[name] = found
+        for name in commands:
+            if name not in best:
+                print(f"{segments:>10}  {name:<22}{'timed out':>10}")
+                continue
+            seconds, memory = best[name]
+            first.setdefault(name, memory)
+            ratio = f"{seconds / best['score --json'][0]:13.1f}x" if "score --json" in best else ""
+            print(f"{segments:>10}  {name:<22}{seconds:9.1f}s{memory:8.0f} MB{ratio:>14}"
+                  f"{memory / first[name]:13.2f}x")
 
 
 def main() -> None:
@@ -605,7 +612,8 @@ def main() -> None:
         lambda: pairwise_table(3 if args.quick else 6),
         lambda: mbr_table(3 if args.quick else 6),
         lambda: engines_table(100_000 if args.quick else 1_000_000, 2 if args.quick else 3, timeout=1800),
-        lambda: local_pipeline_table(100_000 if args.quick else 1_000_000, 1 if args.quick else 2, timeout=1800),
+        lambda: local_pipeline_table([100_000, 500_000] if args.quick else [1_000_000, 5_000_000],
+                                      1 if args.quick else 2, timeout=3600),
     ]
     for number, table in enumerate(tables_in_order, 1):
         if number in tables:

@@ -16,8 +16,6 @@ https://docs.aws.amazon.com/AmazonS3/latest/userguide/bucketnamingrules.html.
 
 import hashlib
 import os
-import subprocess
-import sys
 import time
 from urllib.parse import quote
 
@@ -27,8 +25,7 @@ from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.config import Config
 from botocore.credentials import Credentials
-from conftest import send_raw, serving_with
-from support import ROOT
+from conftest import peak_rss, send_raw, serve_process, serving_with
 
 from chrf_components_local import s3_front, server, sigv4
 
@@ -146,21 +143,11 @@ def test_a_declared_decoded_length_the_body_does_not_bear_out_is_refused_before_
 def test_a_173_byte_request_declaring_a_billion_bytes_does_not_grow_serve(tmp_path):
     """Issue 65: serve's RSS reached 1,983 MB. serve as its own process; its peak RSS (VmHWM) after the request is
     within 50 MB of before."""
-    environment = {**os.environ, "AWS_ACCESS_KEY_ID": KEY, "AWS_SECRET_ACCESS_KEY": SECRET}
-    process = subprocess.Popen([sys.executable, "-m", "chrf_components_cli.main", "serve", "--port", "0",
-                                "--template", str(ROOT / "template.yaml")], stderr=subprocess.PIPE, text=True,
-                               env={**environment, "PYTHONPATH": os.pathsep.join(
-                                   str(ROOT / folder) for folder in ("layers/chrf_core", "cli", "local"))})
+    process, url = serve_process({**os.environ, "AWS_ACCESS_KEY_ID": KEY, "AWS_SECRET_ACCESS_KEY": SECRET})
     try:
-        line = ""
-        while "serving POST" not in line:
-            line = process.stderr.readline()
-            assert line, "serve ended"
-        url = line.split("serving POST ")[1].split("/v1/")[0]
 
         def peak():
-            return next(int(row.split()[1]) for row in open(f"/proc/{process.pid}/status") if
-                        row.startswith("VmHWM")) // 1024
+            return peak_rss(process) // 2**20
 
         before = peak()
         target = f"{url}/{BUCKET}/inputs/huge.bin"

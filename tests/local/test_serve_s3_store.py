@@ -17,14 +17,11 @@ import hashlib
 import io
 import os
 import random
-import subprocess
-import sys
 
 import boto3
 import pytest
 from botocore.config import Config
-from conftest import serving_with
-from support import ROOT
+from conftest import peak_rss, serve_process, serving_with
 
 from chrf_components_local import s3_store
 
@@ -190,21 +187,12 @@ def test_serves_memory_stays_flat_through_a_large_upload_and_download_and_its_fo
     times the object, and Flask's debug mode held a dozen parts until a full garbage collection); the bytes are in
     serve's temporary folder, which is gone when serve ends."""
     size = 256 * MIB
-    environment = {**os.environ, "AWS_ACCESS_KEY_ID": KEY, "AWS_SECRET_ACCESS_KEY": SECRET, "TMPDIR": str(tmp_path),
-                   "PYTHONPATH": os.pathsep.join(str(ROOT / folder) for folder in ("layers/chrf_core", "cli", "local"))}
-    process = subprocess.Popen([sys.executable, "-m", "chrf_components_cli.main", "serve", "--port", "0", "--workers",
-                                "1", "--template", str(ROOT / "template.yaml")], stderr=subprocess.PIPE, text=True,
-                               env=environment)
+    process, address = serve_process({**os.environ, "AWS_ACCESS_KEY_ID": KEY, "AWS_SECRET_ACCESS_KEY": SECRET,
+                                      "TMPDIR": str(tmp_path)}, "--workers", "1")
     try:
-        line = ""
-        while "serving POST" not in line:
-            line = process.stderr.readline()
-            assert line, "serve ended"
-        address = line.split("serving POST ")[1].split("/v1/")[0]
 
         def peak():
-            return next(int(row.split()[1]) for row in open(f"/proc/{process.pid}/status") if
-                        row.startswith("VmHWM")) * 1024
+            return peak_rss(process)
 
         from boto3.s3.transfer import TransferConfig
 
