@@ -60,7 +60,8 @@ def stop_group(process, grace):
 @contextlib.contextmanager
 def serving_process(log_path, *arguments, cwd=ROOT):
     """`chrf-components serve --port 0 ARGUMENTS` in a session of its own, its stderr in ``log_path``: yields
-    (process, port) once it serves; killed with its whole group afterwards, whatever happened."""
+    (process, port) once it serves; stopped with its whole group afterwards, whatever happened (SIGTERM, as a
+    service manager stops it, so that it removes what it stored; SIGKILL if it has not ended within 10 s)."""
     log = open(log_path, "w+", encoding="utf-8")  # noqa: SIM115 (read while the process runs)
     process = subprocess.Popen([sys.executable, "-m", "chrf_components_cli.main", "serve", "--port", "0",
                                 *arguments], cwd=cwd, stdout=subprocess.DEVNULL, stderr=log,
@@ -78,8 +79,7 @@ def serving_process(log_path, *arguments, cwd=ROOT):
         yield process, port
     finally:
         if process.poll() is None:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+            stop_group(process, 10)
         log.close()
 
 

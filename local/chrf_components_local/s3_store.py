@@ -24,6 +24,7 @@ import binascii
 import contextlib
 import hashlib
 import os
+import shutil
 import tempfile
 import threading
 import types
@@ -35,6 +36,40 @@ CHUNK = 1 << 20  # bytes a GET answers at a time, and a multipart completion cop
 _state = threading.local()  # .streaming: a GET is being answered in this thread
 _installed: list[tempfile.TemporaryDirectory[str]] = []
 ORIGINAL: dict[str, Any] = {}  # moto's own functions replaced here (the tests compare their answers)
+
+
+FOLDER_PREFIX = "chrf-serve-s3-"  # then the serving process's id, a dash and tempfile's random part
+
+
+def remove_abandoned(directory: str) -> list[str]:
+    """Remove the folders of serve processes that ended without removing theirs (killed: SIGKILL, the OOM killer),
+    so that what a killed serve stored does not stay on disk for good: a folder is removed only when the process its
+    name gives is gone (a live one's, or another user's, is left alone). Returns the folders removed."""
+    removed: list[str] = []
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return removed
+    for name in names:
+        pid, dash, _ = name[len(FOLDER_PREFIX):].partition("-")
+        if not name.startswith(FOLDER_PREFIX) or not dash or not pid.isdigit():
+            continue
+        path = os.path.join(directory, name)
+        try:
+            os.kill(int(pid), 0)
+            continue  # alive (or not ours to signal): left alone
+        except ProcessLookupError:
+            pass
+        except (PermissionError, OverflowError, ValueError):
+            continue
+        try:
+            if os.stat(path).st_uid != os.getuid():
+                continue
+        except OSError:
+            continue
+        shutil.rmtree(path, ignore_errors=True)
+        removed.append(path)
+    return removed
 
 
 def folder() -> str:
@@ -177,7 +212,8 @@ def install() -> None:
             hasattr(responses.S3Response, "get_object") and hasattr(models.S3Backend, "copy_object") and
             hasattr(models, "tempfile")):
         raise RuntimeError(f"moto {moto.__version__}: not the S3 model serve's store was made for (moto 5.2)")
-    _installed.append(tempfile.TemporaryDirectory(prefix="chrf-serve-s3-"))
+    remove_abandoned(tempfile.gettempdir())
+    _installed.append(tempfile.TemporaryDirectory(prefix=f"{FOLDER_PREFIX}{os.getpid()}-"))
     ORIGINAL["complete"] = models.FakeMultipart.complete
     setattr(models, "tempfile", types.SimpleNamespace(SpooledTemporaryFile=DiskValue))  # noqa: B010 (a patch)
     setattr(models.FakeKey, "value", property(_value, _set_value))  # noqa: B010

@@ -17,6 +17,8 @@ import hashlib
 import io
 import os
 import random
+import subprocess
+import sys
 
 import boto3
 import pytest
@@ -217,3 +219,39 @@ def test_serves_memory_stays_flat_through_a_large_upload_and_download_and_its_fo
         process.terminate()
         assert process.wait(30) is not None
     assert not [path for path in tmp_path.iterdir() if path.name.startswith("chrf-serve-s3-")]
+
+
+def test_the_folders_of_serve_processes_that_were_killed_are_removed_by_the_next(tmp_path):
+    """A serve that is SIGKILLed (the OOM killer, a test harness) cannot remove its folder: what it stored stayed on
+    disk for good (seven such folders, one of 129 MB, in /tmp after a day's runs). The next serve removes the folders
+    of processes that are gone, and only those."""
+    ended = subprocess.Popen([sys.executable, "-c", "pass"])
+    ended.wait()
+    abandoned = tmp_path / f"{s3_store.FOLDER_PREFIX}{ended.pid}-abc"
+    abandoned.mkdir()
+    (abandoned / "object").write_bytes(b"x" * 1000)
+    live = tmp_path / f"{s3_store.FOLDER_PREFIX}{os.getpid()}-def"
+    live.mkdir()
+    other = tmp_path / "chrf-serve-s3-notapid"
+    other.mkdir()
+    assert s3_store.remove_abandoned(str(tmp_path)) == [str(abandoned)]
+    assert not abandoned.exists() and live.exists() and other.exists()
+
+
+def test_a_serve_killed_leaves_its_folder_to_the_next_to_remove(tmp_path):
+    environment = {**os.environ, "AWS_ACCESS_KEY_ID": KEY, "AWS_SECRET_ACCESS_KEY": SECRET, "TMPDIR": str(tmp_path)}
+    first, address = serve_process(environment, "--workers", "1")
+    try:
+        s3_client(address).put_object(Bucket=BUCKET, Key="store/left.bin", Body=b"x" * MIB)
+    finally:
+        first.kill()
+        first.wait(30)
+    left = [path.name for path in tmp_path.iterdir()]
+    assert len(left) == 1 and left[0].startswith(f"{s3_store.FOLDER_PREFIX}{first.pid}-")
+    second, _ = serve_process(environment, "--workers", "1")
+    try:
+        assert [path.name.split("-")[3] for path in tmp_path.iterdir()] == [str(second.pid)]
+    finally:
+        second.terminate()
+        second.wait(30)
+    assert not list(tmp_path.iterdir())
