@@ -81,6 +81,8 @@ class StatesError(Exception):
 class Context(Protocol):
     """What a path reads of the execution it runs in: the context object ($$)."""
 
+    item: dict[str, Any] | None  # $$.Map.Item while a Map's ItemSelector is evaluated
+
     def data(self) -> dict[str, Any]: ...
 
     def part(self, name: Any) -> Any: ...  # data()[name] if there is one, else None
@@ -99,7 +101,7 @@ def refuse(where: str, what: str) -> NotImplementedByRunner:
 class Path:
     """A JSONPath reference path, parsed: its root ('$' or '$$', the context object) and steps (names, indexes)."""
 
-    __slots__ = ("root", "steps", "text")
+    __slots__ = ("item_steps", "root", "steps", "text")
 
     def __init__(self, text: Any, where: str, field: str) -> None:
         if not isinstance(text, str) or not text.startswith("$"):
@@ -115,12 +117,17 @@ class Path:
             steps.append(int(index) if index is not None else name if name is not None else quoted)
             position = match.end()
         self.steps = tuple(steps)
+        # $$.Map.Item...: read from the context's item directly (an ItemSelector asks it of every item)
+        self.item_steps = self.steps[2:] if self.root == "$$" and self.steps[:2] == ("Map", "Item") else None
 
     def resolve(self, data: Any, context: Context, field: str) -> Any:
         """The value the path names in ``data`` (or the context object); States.Runtime naming ``field`` if none."""
         steps = self.steps
-        if self.root == "$$" and steps:  # the part of the context object the path starts in, not all of it
-            value: Any = context.part(steps[0])
+        if self.item_steps is not None and context.item is not None:
+            value: Any = context.item
+            steps = self.item_steps
+        elif self.root == "$$" and steps:  # the part of the context object the path starts in, not all of it
+            value = context.part(steps[0])
             if value is None:
                 raise StatesError("States.Runtime", f"The JSONPath '{self.text}' specified for the field '{field}' "
                                                     f"could not be found in the input")
@@ -128,12 +135,15 @@ class Path:
         else:
             value = context.data() if self.root == "$$" else data
         for step in steps:
-            found = (isinstance(step, int) and isinstance(value, list) and step < len(value)) or (
-                isinstance(step, str) and isinstance(value, dict) and step in value)
-            if not found:
-                raise StatesError("States.Runtime", f"The JSONPath '{self.text}' specified for the field '{field}' "
-                                                    f"could not be found in the input")
-            value = value[step]
+            if isinstance(step, str):
+                if isinstance(value, dict) and step in value:
+                    value = value[step]
+                    continue
+            elif isinstance(value, list) and step < len(value):
+                value = value[step]
+                continue
+            raise StatesError("States.Runtime", f"The JSONPath '{self.text}' specified for the field '{field}' "
+                                                f"could not be found in the input")
         return value
 
     def put(self, data: Any, value: Any) -> Any:
