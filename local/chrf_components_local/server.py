@@ -682,6 +682,13 @@ def serve(host: str, port: int, template: pathlib.Path, workers: int = 4, iam: b
           region: str | None = None) -> int:
     server = make_server(host, port, template, workers, iam, region)
     url = f"http://{host}:{server.server_address[1]}"
+    # Both signals stop the server, also where SIGINT came ignored (a process started in the background by a
+    # shell without job control inherits SIGINT ignored, and Python then leaves it so); set before "serving" is
+    # said, so that a SIGTERM as soon as it is (a service manager's, a test's) stops the server as any other does,
+    # its workers and its S3 folder with it, not Python's default (gone, the folder left behind). One that comes
+    # before the loop starts empties it first, and the loop then ends at once.
+    stop = _stopper(server)
+    previous = {number: signal.signal(number, stop) for number in (signal.SIGINT, signal.SIGTERM)}
     if not iam and not sam_template.is_loopback(host):
         print(f"warning: serving on {host} without --iam: anyone who reaches this address can call the functions, "
               f"read and write its S3 and start executions (add --iam to require SigV4)", file=sys.stderr)
@@ -694,10 +701,6 @@ def serve(host: str, port: int, template: pathlib.Path, workers: int = 4, iam: b
           f"AWS_ENDPOINT_URL={url}", file=sys.stderr)
     example = json.dumps({"hypotheses": ["the cat sat"], "references": ["the cat sat down"]})
     print(f"try: curl -s {url}{EXECUTE_PATH} -d '{example}'", file=sys.stderr)
-    # Both signals stop the server, also where SIGINT came ignored (a process started in the background by a
-    # shell without job control inherits SIGINT ignored, and Python then leaves it so).
-    stop = _stopper(server)
-    previous = {number: signal.signal(number, stop) for number in (signal.SIGINT, signal.SIGTERM)}
     try:
         server.serve_forever()  # returns on SIGINT (Ctrl-C) or SIGTERM
     finally:
