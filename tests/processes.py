@@ -46,6 +46,12 @@ def status_of(pid):
     return int(values["Threads"][0]), int(values["VmRSS"][0]) * 1024
 
 
+def peak_rss(pid):
+    """A process's peak resident memory so far (VmHWM), in bytes."""
+    with open(f"/proc/{pid}/status", encoding="utf-8") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("VmHWM")) * 1024
+
+
 def stop_group(process, grace):
     """SIGTERM to the process's group, then SIGKILL if it has not ended within ``grace`` seconds."""
     with contextlib.suppress(ProcessLookupError):
@@ -58,13 +64,14 @@ def stop_group(process, grace):
 
 
 @contextlib.contextmanager
-def serving_process(log_path, *arguments, cwd=ROOT):
-    """`chrf-components serve --port 0 ARGUMENTS` in a session of its own, its stderr in ``log_path``: yields
-    (process, port) once it serves; stopped with its whole group afterwards, whatever happened (SIGTERM, as a
-    service manager stops it, so that it removes what it stored; SIGKILL if it has not ended within 10 s)."""
+def serving_process(log_path, *arguments, cwd=ROOT, env=None):
+    """`chrf-components serve --port 0 ARGUMENTS` in a session of its own (``env``: its environment, else this
+    one's), its stderr in ``log_path``: yields (process, port) once it serves; stopped with its whole group
+    afterwards, whatever happened (SIGTERM, as a service manager stops it, so that it removes what it stored;
+    SIGKILL if it has not ended within 10 s)."""
     log = open(log_path, "w+", encoding="utf-8")  # noqa: SIM115 (read while the process runs)
     process = subprocess.Popen([sys.executable, "-m", "chrf_components_cli.main", "serve", "--port", "0",
-                                *arguments], cwd=cwd, stdout=subprocess.DEVNULL, stderr=log,
+                                *arguments], cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=log,
                                start_new_session=True)
     try:
         deadline = time.monotonic() + 60

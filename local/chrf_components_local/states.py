@@ -196,8 +196,8 @@ class Context:
         return data
 
     def part(self, name: Any) -> Any:
-        """``$$.<name>`` without building the whole object (None where there is none): a Map's ItemSelector asks
-        for $$.Map.Item.Value once per item."""
+        """``$$.<name>`` without building the whole object (None where there is none); $$.Map.Item paths read
+        ``item`` directly (asl.Path)."""
         if name == "Map":
             return None if self.item is None else {"Item": self.item}
         return {"Execution": self.execution, "StateMachine": self.machine, "State": self.state}.get(name) \

@@ -1,8 +1,5 @@
 """Fixtures for the local emulator's tests (`serve`: the HTTP API and the Lambda Invoke API, the runtime)."""
 
-import os
-import subprocess
-import sys
 import threading
 
 import pytest
@@ -48,24 +45,3 @@ def send_raw(method, url, headers, body=b""):
     connection.close()
     return response.status, data
 
-
-def serve_process(environment, *arguments):
-    """`chrf-components serve` as a process of its own on a free loopback port (to measure its memory or see what
-    it leaves behind): the process and its URL. The caller terminates it."""
-    paths = os.pathsep.join(str(ROOT / folder) for folder in ("layers/chrf_core", "cli", "local"))
-    process = subprocess.Popen([sys.executable, "-m", "chrf_components_cli.main", "serve", "--port", "0",
-                                "--template", str(ROOT / "template.yaml"), *arguments], stderr=subprocess.PIPE,
-                               text=True, env={**environment, "PYTHONPATH": paths})
-    line = ""
-    while "serving POST" not in line:
-        line = process.stderr.readline()
-        if not line:
-            process.wait(30)
-            raise AssertionError("serve ended before it served")
-    return process, line.split("serving POST ")[1].split("/v1/")[0]
-
-
-def peak_rss(process):
-    """The process's peak resident memory so far (VmHWM), in bytes."""
-    with open(f"/proc/{process.pid}/status") as status:
-        return next(int(row.split()[1]) for row in status if row.startswith("VmHWM")) * 1024

@@ -25,7 +25,8 @@ from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.config import Config
 from botocore.credentials import Credentials
-from conftest import peak_rss, send_raw, serve_process, serving_with
+from conftest import send_raw, serving_with
+from processes import peak_rss, serving_process
 
 from chrf_components_local import s3_front, server, sigv4
 
@@ -143,23 +144,20 @@ def test_a_declared_decoded_length_the_body_does_not_bear_out_is_refused_before_
 def test_a_173_byte_request_declaring_a_billion_bytes_does_not_grow_serve(tmp_path):
     """Issue 65: serve's RSS reached 1,983 MB. serve as its own process; its peak RSS (VmHWM) after the request is
     within 50 MB of before."""
-    process, url = serve_process({**os.environ, "AWS_ACCESS_KEY_ID": KEY, "AWS_SECRET_ACCESS_KEY": SECRET})
-    try:
+    environment = {**os.environ, "AWS_ACCESS_KEY_ID": KEY, "AWS_SECRET_ACCESS_KEY": SECRET}
+    with serving_process(tmp_path / "serve.log", env=environment) as (process, port):
 
         def peak():
-            return peak_rss(process) // 2**20
+            return peak_rss(process.pid) // 2**20
 
         before = peak()
-        target = f"{url}/{BUCKET}/inputs/huge.bin"
+        target = f"http://127.0.0.1:{port}/{BUCKET}/inputs/huge.bin"
         headers = {"x-amz-content-sha256": "STREAMING-AWS4-HMAC-SHA256-PAYLOAD",
                    "x-amz-decoded-content-length": str(10**9), "Content-Encoding": "aws-chunked"}
         body = b"a;chunk-signature=" + b"0" * 64 + b"\r\n0123456789\r\n"
         status, data = send_raw("PUT", target, signed("PUT", target, headers=headers), body)
         assert (status, code_of(data)) == (400, "IncompleteBody") and len(body) < 200
         assert peak() - before < 50, (before, peak())
-    finally:
-        process.terminate()
-        process.wait(30)
 
 
 def test_a_million_one_byte_chunks_decode_in_linear_time():

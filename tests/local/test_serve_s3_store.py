@@ -23,7 +23,8 @@ import sys
 import boto3
 import pytest
 from botocore.config import Config
-from conftest import peak_rss, serve_process, serving_with
+from conftest import serving_with
+from processes import peak_rss, serving_process
 
 from chrf_components_local import s3_store
 
@@ -188,17 +189,17 @@ def test_serves_memory_stays_flat_through_a_large_upload_and_download_and_its_fo
     serve's peak RSS (VmHWM) by the parts in flight, not the object (here about 30 MiB; moto's own store: about three
     times the object, and Flask's debug mode held a dozen parts until a full garbage collection); the bytes are in
     serve's temporary folder, which is gone when serve ends."""
-    size = 256 * MIB
-    process, address = serve_process({**os.environ, "AWS_ACCESS_KEY_ID": KEY, "AWS_SECRET_ACCESS_KEY": SECRET,
-                                      "TMPDIR": str(tmp_path)}, "--workers", "1")
-    try:
+    size, folder = 256 * MIB, tmp_path / "tmp"
+    folder.mkdir()
+    environment = {**os.environ, "AWS_ACCESS_KEY_ID": KEY, "AWS_SECRET_ACCESS_KEY": SECRET, "TMPDIR": str(folder)}
+    with serving_process(tmp_path / "serve.log", "--workers", "1", env=environment) as (process, port):
 
         def peak():
-            return peak_rss(process)
+            return peak_rss(process.pid)
 
         from boto3.s3.transfer import TransferConfig
 
-        s3 = s3_client(address)
+        s3 = s3_client(f"http://127.0.0.1:{port}")
         s3.put_object(Bucket=BUCKET, Key="store/warm.bin", Body=b"w" * MIB)  # moto's first request imports its parts
         before = peak()
         s3.upload_fileobj(Pattern(size), BUCKET, "store/large.bin",
@@ -213,12 +214,9 @@ def test_serves_memory_stays_flat_through_a_large_upload_and_download_and_its_fo
         assert (read, got.hexdigest()) == (size, expected.hexdigest())
         grown = peak() - before
         assert grown < 96 * MIB, f"serve's peak grew by {grown // MIB} MiB for a {size // MIB} MiB object"
-        folders = [path for path in tmp_path.iterdir() if path.name.startswith("chrf-serve-s3-")]
+        folders = list(folder.iterdir())
         assert len(folders) == 1 and sum(path.stat().st_size for path in folders[0].iterdir()) >= size
-    finally:
-        process.terminate()
-        assert process.wait(30) is not None
-    assert not [path for path in tmp_path.iterdir() if path.name.startswith("chrf-serve-s3-")]
+    assert process.returncode == 0 and not list(folder.iterdir())  # stopped with SIGTERM: its folder went with it
 
 
 def test_the_folders_of_serve_processes_that_were_killed_are_removed_by_the_next(tmp_path):
@@ -239,19 +237,15 @@ def test_the_folders_of_serve_processes_that_were_killed_are_removed_by_the_next
 
 
 def test_a_serve_killed_leaves_its_folder_to_the_next_to_remove(tmp_path):
-    environment = {**os.environ, "AWS_ACCESS_KEY_ID": KEY, "AWS_SECRET_ACCESS_KEY": SECRET, "TMPDIR": str(tmp_path)}
-    first, address = serve_process(environment, "--workers", "1")
-    try:
-        s3_client(address).put_object(Bucket=BUCKET, Key="store/left.bin", Body=b"x" * MIB)
-    finally:
+    folder = tmp_path / "tmp"
+    folder.mkdir()
+    environment = {**os.environ, "AWS_ACCESS_KEY_ID": KEY, "AWS_SECRET_ACCESS_KEY": SECRET, "TMPDIR": str(folder)}
+    with serving_process(tmp_path / "first.log", "--workers", "1", env=environment) as (first, port):
+        s3_client(f"http://127.0.0.1:{port}").put_object(Bucket=BUCKET, Key="store/left.bin", Body=b"x" * MIB)
         first.kill()
         first.wait(30)
-    left = [path.name for path in tmp_path.iterdir()]
+    left = [path.name for path in folder.iterdir()]
     assert len(left) == 1 and left[0].startswith(f"{s3_store.FOLDER_PREFIX}{first.pid}-")
-    second, _ = serve_process(environment, "--workers", "1")
-    try:
-        assert [path.name.split("-")[3] for path in tmp_path.iterdir()] == [str(second.pid)]
-    finally:
-        second.terminate()
-        second.wait(30)
-    assert not list(tmp_path.iterdir())
+    with serving_process(tmp_path / "second.log", "--workers", "1", env=environment) as (second, _):
+        assert [path.name.split("-")[3] for path in folder.iterdir()] == [str(second.pid)]
+    assert not list(folder.iterdir())
