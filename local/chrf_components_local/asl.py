@@ -19,7 +19,8 @@ import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from dataclasses import field as dataclass_field
+from typing import Any, NamedTuple, Protocol
 
 LAMBDA_INVOKE = "arn:aws:states:::lambda:invoke"
 S3_GET_OBJECT = "arn:aws:states:::s3:getObject"
@@ -33,21 +34,38 @@ RETRY_LIMIT = 99999999  # IntervalSeconds and MaxAttempts at most (concepts-erro
 MAX_DELAY_LIMIT = 31622400  # MaxDelaySeconds at most: a year, a Standard execution's longest duration
 DATA_LIMIT = 256 * 1024  # bytes of a state's or task's input or output, and of a child execution's input
 
-COMMON = {"Type", "Comment", "InputPath", "OutputPath", "Next", "End"}
-STATE_FIELDS = {
-    "Task": COMMON | {"Resource", "Parameters", "ResultSelector", "ResultPath", "Retry", "Catch"},
+JSONPATH, JSONATA = "JSONPath", "JSONata"  # the query languages (a definition's or a state's QueryLanguage)
+COMMON = {"Type", "Comment", "QueryLanguage", "InputPath", "OutputPath", "Next", "End"}
+STATE_FIELDS = {  # JSONPath states (amazon-states-language-*-state.html)
+    "Task": COMMON | {"Resource", "Parameters", "ResultSelector", "ResultPath", "Retry", "Catch", "Assign"},
     "Map": COMMON | {"ItemReader", "ItemSelector", "ItemBatcher", "ItemProcessor", "MaxConcurrency",
                      "ToleratedFailureCount", "ToleratedFailurePercentage", "ResultWriter", "ResultSelector",
-                     "ResultPath", "Retry", "Catch", "Label"},
-    "Pass": COMMON | {"Parameters", "Result", "ResultPath"},
-    "Choice": {"Type", "Comment", "InputPath", "OutputPath", "Choices", "Default"},
-    "Succeed": {"Type", "Comment", "InputPath", "OutputPath"},
-    "Fail": {"Type", "Comment", "Error", "Cause", "ErrorPath", "CausePath"},
+                     "ResultPath", "Retry", "Catch", "Label", "Assign"},
+    "Pass": COMMON | {"Parameters", "Result", "ResultPath", "Assign"},
+    "Wait": COMMON | {"Seconds", "Timestamp", "SecondsPath", "TimestampPath", "Assign"},
+    "Parallel": COMMON | {"Branches", "Parameters", "ResultSelector", "ResultPath", "Retry", "Catch", "Assign"},
+    "Choice": {"Type", "Comment", "QueryLanguage", "InputPath", "OutputPath", "Choices", "Default", "Assign"},
+    "Succeed": {"Type", "Comment", "QueryLanguage", "InputPath", "OutputPath"},
+    "Fail": {"Type", "Comment", "QueryLanguage", "Error", "Cause", "ErrorPath", "CausePath"},
+}
+JSONATA_COMMON = {"Type", "Comment", "QueryLanguage", "Output", "Assign", "Next", "End"}
+JSONATA_FIELDS = {  # JSONata states (transforming-data.html): no paths, Arguments and Output instead
+    "Task": JSONATA_COMMON | {"Resource", "Arguments", "Retry", "Catch"},
+    "Pass": JSONATA_COMMON,
+    "Wait": JSONATA_COMMON | {"Seconds", "Timestamp"},
+    "Parallel": JSONATA_COMMON | {"Branches", "Arguments", "Retry", "Catch"},
+    "Choice": {"Type", "Comment", "QueryLanguage", "Choices", "Default", "Output", "Assign"},
+    "Succeed": {"Type", "Comment", "QueryLanguage", "Output"},
+    "Fail": {"Type", "Comment", "QueryLanguage", "Error", "Cause"},
 }
 RETRY_FIELDS = {"ErrorEquals", "IntervalSeconds", "MaxAttempts", "BackoffRate", "MaxDelaySeconds", "JitterStrategy",
                 "Comment"}
-CATCH_FIELDS = {"ErrorEquals", "ResultPath", "Next", "Comment"}
+CATCH_FIELDS = {"ErrorEquals", "ResultPath", "Next", "Comment", "Assign"}
+JSONATA_CATCH_FIELDS = {"ErrorEquals", "Next", "Comment", "Output", "Assign"}
 LAMBDA_PARAMETERS = {"FunctionName", "Payload", "Qualifier"}
+FUNCTION_ARN = re.compile(r"arn:aws:lambda:[a-z0-9-]+:\d{12}:function:[A-Za-z0-9_-]{1,64}(:[A-Za-z0-9_$-]{1,128})?")
+VARIABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,79}")  # workflow-variables.html: at most 80 characters
+WAIT_LIMIT = 31622400  # a Wait's Seconds at most: a year, a Standard execution's longest duration
 COMPARISONS: dict[str, tuple[Any, Callable[[Any, Any], bool]]] = {
     "StringEquals": (str, lambda a, b: a == b), "StringLessThan": (str, lambda a, b: a < b),
     "StringGreaterThan": (str, lambda a, b: a > b), "StringLessThanEquals": (str, lambda a, b: a <= b),
@@ -61,8 +79,8 @@ COMPARISONS: dict[str, tuple[Any, Callable[[Any, Any], bool]]] = {
 TYPE_TESTS = {"IsNull": lambda value: value is None, "IsString": lambda value: isinstance(value, str),
               "IsBoolean": lambda value: isinstance(value, bool),
               "IsNumeric": lambda value: isinstance(value, (int, float)) and not isinstance(value, bool)}
+VARIABLE_ROOT = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
 PATH_STEP = re.compile(r"\.([^.\[\]\s'\"*@()?,]+)|\['([^'\\]*)'\]|\[(\d+)\]")
-INTRINSIC = re.compile(r"(States\.[A-Za-z0-9]+)\(")
 
 
 class NotImplementedByRunner(Exception):
@@ -82,10 +100,13 @@ class Context(Protocol):
     """What a path reads of the execution it runs in: the context object ($$)."""
 
     item: dict[str, Any] | None  # $$.Map.Item while a Map's ItemSelector is evaluated
+    variables: dict[str, Any]  # the workflow variables in scope ($name)
 
     def data(self) -> dict[str, Any]: ...
 
     def part(self, name: Any) -> Any: ...  # data()[name] if there is one, else None
+
+    def bindings(self, data: Any, **extra: Any) -> dict[str, Any]: ...  # what a JSONata expression sees
 
 
 Predicate = Callable[[Any, Context], bool]  # a Choice rule as it runs: whether it holds of a state's data
@@ -101,14 +122,16 @@ def refuse(where: str, what: str) -> NotImplementedByRunner:
 class Path:
     """A JSONPath reference path, parsed: its root ('$' or '$$', the context object) and steps (names, indexes)."""
 
-    __slots__ = ("item_steps", "root", "steps", "text")
+    __slots__ = ("item_steps", "root", "steps", "text", "variable")
 
     def __init__(self, text: Any, where: str, field: str) -> None:
         if not isinstance(text, str) or not text.startswith("$"):
             raise refuse(where, f"{field} {text!r} (a JSONPath must start with $)")
         self.text, self.root = text, "$$" if text.startswith("$$") else "$"
+        variable = VARIABLE_ROOT.match(text) if self.root == "$" else None
+        self.variable = variable.group(1) if variable else None  # $name: a workflow variable (workflow-variables.html)
         steps: list[str | int] = []
-        position = len(self.root)
+        position = variable.end() if variable else len(self.root)
         while position < len(text):
             match = PATH_STEP.match(text, position)
             if match is None:
@@ -126,6 +149,11 @@ class Path:
         if self.item_steps is not None and context.item is not None:
             value: Any = context.item
             steps = self.item_steps
+        elif self.variable is not None:
+            if self.variable not in context.variables:
+                raise StatesError("States.Runtime", f"The JSONPath '{self.text}' specified for the field '{field}' "
+                                                    f"names the variable ${self.variable}, which is not assigned")
+            value = context.variables[self.variable]
         elif self.root == "$$" and steps:  # the part of the context object the path starts in, not all of it
             value = context.part(steps[0])
             if value is None:
@@ -195,10 +223,7 @@ class Template:
             entries: list[tuple[str, str | None, Any]] = []
             for key, value in template.items():
                 if isinstance(key, str) and key.endswith(".$"):
-                    intrinsic = INTRINSIC.match(value) if isinstance(value, str) else None
-                    if intrinsic:
-                        raise refuse(where, f"the intrinsic function {intrinsic.group(1)} (in {field}.{key})")
-                    entries.append((key[:-2], key, Path(value, where, f"{field}.{key}")))
+                    entries.append((key[:-2], key, path_or_call(value, where, f"{field}.{key}")))
                 else:
                     entries.append((key, None, cls._parsed(value, where, f"{field}.{key}")))
             return dict, entries
@@ -219,6 +244,18 @@ class Template:
         if kind is list:
             return [cls._evaluated(inner, data, context) for inner in content]
         return content
+
+
+def path_or_call(value: Any, where: str, field: str) -> Any:
+    """A ``key.$`` value: a JSONPath, or an intrinsic function (intrinsics.py); either answers ``resolve``."""
+    if isinstance(value, str) and value.startswith("States."):
+        from . import intrinsics
+
+        try:
+            return intrinsics.parse(value, lambda text: Path(text, where, field))
+        except ValueError as error:
+            raise refuse(where, f"the intrinsic function in {field} ({error})") from None
+    return Path(value, where, field)
 
 
 def optional_template(state: dict[str, Any], field: str, where: str, name: str = "") -> Template | None:
@@ -289,6 +326,40 @@ class Catcher:
     error_equals: list[str]
     result_path: Path | None
     next: str
+    output: Any = None  # JSONata: the Catch's Output (None: the error output)
+    assign: Any = None  # the Catch's Assign (an Assigner)
+
+
+class Assigner:
+    """A state's (or a Catch's or a Choice rule's) Assign: each variable's value, evaluated together (every value
+    sees the variables as they were when the state was entered), then assigned (workflow-variables.html)."""
+
+    __slots__ = ("language", "value")
+
+    def __init__(self, assign: Any, where: str, language: str, field: str = "Assign") -> None:
+        if not isinstance(assign, dict):
+            raise refuse(where, f"{field} that is not a JSON object")
+        for key in assign:
+            name = key.removesuffix(".$") if language == JSONPATH else key
+            if not VARIABLE_NAME.fullmatch(name) or name == "states":
+                raise refuse(where, f"{field}.{key} (a variable's name is a letter or _ then letters, digits or _, "
+                                    f"at most 80, and not the reserved states)")
+        self.language = language
+        self.value: Any = Template(assign, where, field) if language == JSONPATH else \
+            jsonata_value(assign, where, field)
+
+    def evaluate(self, data: Any, context: Context, bindings: dict[str, Any] | None) -> dict[str, Any]:
+        """The values to assign: JSONPath paths read ``data``; JSONata expressions ``bindings``."""
+        if self.language == JSONPATH:
+            return dict(self.value.evaluate(data, context))
+        assert bindings is not None
+        return dict(self.value.evaluate(bindings))
+
+
+def jsonata_value(value: Any, where: str, field: str) -> Any:
+    from .jsonata_language import Value
+
+    return Value(value, lambda what: refuse(where, what), field)
 
 
 # ---- states --------------------------------------------------------------------------------------------------------
@@ -297,13 +368,17 @@ class Catcher:
 @dataclass
 class State:
     """What every state has: its name (``where`` names it in messages), input and output paths ('$' when absent,
-    None when null), its Next or End."""
+    None when null), its Next or End; its query language, its Assign, and in JSONata its Output and Arguments."""
 
     name: str
     input_path: Path | None
     output_path: Path | None
     next: str | None
     end: bool
+    language: str = dataclass_field(default=JSONPATH, kw_only=True)
+    assign: Assigner | None = dataclass_field(default=None, kw_only=True)
+    output: Any = dataclass_field(default=None, kw_only=True)  # JSONata Output (a jsonata_language.Value)
+    arguments: Any = dataclass_field(default=None, kw_only=True)  # JSONata Arguments
 
 
 @dataclass
@@ -313,15 +388,24 @@ class Succeed(State):
 
 @dataclass
 class Fail(State):
-    error: Any
+    error: Any  # JSONata: a Value
     cause: Any
     error_path: Path | None
     cause_path: Path | None
 
 
+class Rule(NamedTuple):
+    """A Choice rule: whether it holds of the state's input, where it leads, and (JSONata) its Output and Assign."""
+
+    holds: Predicate
+    next: str
+    output: Any = None
+    assign: Assigner | None = None
+
+
 @dataclass
 class Choice(State):
-    choices: list[tuple[Predicate, str]]
+    choices: list[Rule]
     default: str | None
 
 
@@ -336,14 +420,32 @@ NO_RESULT = object()
 
 
 @dataclass
+class Wait(State):
+    """A Wait: Seconds or Timestamp, given (a number, a date; JSONata: either may be an expression) or read from
+    the input (SecondsPath, TimestampPath)."""
+
+    seconds: Any
+    timestamp: Any
+    seconds_path: Path | None
+    timestamp_path: Path | None
+
+
+@dataclass
 class Task(State):
-    """A lambda:invoke Task, or (as Map's base) any state that runs work with Retry and Catch."""
+    """A Lambda Task (``arn:aws:states:::lambda:invoke``, or a function's ARN as Resource), or (as Map's and
+    Parallel's base) any state that runs work with Retry and Catch."""
 
     parameters: Template | None
     result_selector: Template | None
     result_path: Path | None
     retriers: list[Retrier]
     catchers: list[Catcher]
+    resource: str = dataclass_field(default=LAMBDA_INVOKE, kw_only=True)
+
+
+@dataclass
+class Parallel(Task):
+    branches: list[Machine]
 
 
 @dataclass
@@ -370,16 +472,39 @@ class Map(Task):
 
 @dataclass
 class Machine:
-    """A state machine (or a Map's ItemProcessor), parsed."""
+    """A state machine (or a Map's ItemProcessor, or a Parallel's branch), parsed."""
 
     start_at: str
     states: dict[str, State]
+    language: str = JSONPATH
 
 
-def parse_machine(machine: Any, where: str = "the definition", child: bool = False) -> Machine:
-    """A state machine (or a Map's ItemProcessor): StartAt, States, each state's fields and their types and AWS's
-    ranges; Next targets exist. Whatever the shape, the answer is the parsed machine or NotImplementedByRunner, in
-    one line."""
+Base = tuple[str, Path | None, Path | None, str | None, bool]  # what every state has, in State's order
+
+
+class AnyName(dict):  # type: ignore[type-arg]
+    """The states a single state's Next may name when it is tested alone (TestState): any."""
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str)
+
+
+def query_language(value: dict[str, Any], inherited: str, where: str) -> str:
+    """A machine's or a state's QueryLanguage: JSONPath unless it says JSONata; a state in a JSONata machine cannot
+    go back to JSONPath (AWS refuses it)."""
+    language = value.get("QueryLanguage", inherited)
+    if language not in (JSONPATH, JSONATA):
+        raise refuse(where, f"QueryLanguage {json.dumps(language)[:40]} (JSONPath or JSONata)")
+    if inherited == JSONATA and language == JSONPATH:
+        raise refuse(where, "QueryLanguage JSONPath in a JSONata state machine (AWS refuses it)")
+    return str(language)
+
+
+def parse_machine(machine: Any, where: str = "the definition", child: bool = False,
+                  inherited: str = JSONPATH) -> Machine:
+    """A state machine (or a Map's ItemProcessor, a Parallel's branch): StartAt, States, each state's fields and
+    their types and AWS's ranges; Next targets exist. Whatever the shape, the answer is the parsed machine or
+    NotImplementedByRunner, in one line."""
     if not child:
         try:
             json.dumps(machine, ensure_ascii=False).encode("utf-8")
@@ -387,25 +512,37 @@ def parse_machine(machine: Any, where: str = "the definition", child: bool = Fal
             raise refuse(where, "a string holding a lone surrogate (not UTF-8 text, which AWS requires)") from None
         except RecursionError:
             raise refuse(where, "JSON nested this deeply") from None
-    allowed = {"StartAt", "States", "Comment", "ProcessorConfig"} if child else {"StartAt", "States", "Comment"}
+    allowed = {"StartAt", "States", "Comment", "ProcessorConfig", "QueryLanguage"} if child else \
+        {"StartAt", "States", "Comment", "QueryLanguage", "Version"}
     check_fields(machine, allowed, where, "")
     check_comment(machine, where)
+    if machine.get("Version", "1.0") != "1.0":
+        raise refuse(where, f"Version {json.dumps(machine['Version'])[:20]} (the States Language is 1.0)")
+    language = query_language(machine, inherited, where)
     states = machine.get("States")
     if not isinstance(states, dict) or not states or not names_state(machine.get("StartAt"), states):
         raise refuse(where, "a machine without States or whose StartAt names no state")
-    return Machine(machine["StartAt"], {name: parse_state(name, state, states) for name, state in states.items()})
+    return Machine(machine["StartAt"], {name: parse_state(name, state, states, language)
+                                        for name, state in states.items()}, language)
 
 
-def parse_state(name: str, state: Any, states: dict[str, Any]) -> State:
+def parse_state(name: str, state: Any, states: dict[str, Any], inherited: str = JSONPATH) -> State:
     where = f"state {name}"
     kind = state.get("Type") if isinstance(state, dict) else None
     if kind not in STATE_FIELDS:
         raise refuse(where, f"the state type {kind}")
-    check_fields(state, STATE_FIELDS[kind], where, "")
+    assert isinstance(state, dict)
+    language = query_language(state, inherited, where)
+    if language == JSONATA:
+        if kind not in JSONATA_FIELDS:
+            raise refuse(where, f"a {kind} state in JSONata (use JSONPath for it)")
+        check_fields(state, JSONATA_FIELDS[kind], where, "")
+    else:
+        check_fields(state, STATE_FIELDS[kind], where, "")
     input_path, output_path = (optional_path(state, field, where) for field in ("InputPath", "OutputPath"))
     result_path = optional_path(state, "ResultPath", where)
-    if result_path is not None and (result_path.root != "$" or any(isinstance(step, int)
-                                                                   for step in result_path.steps)):
+    if result_path is not None and (result_path.root != "$" or result_path.variable is not None
+                                    or any(isinstance(step, int) for step in result_path.steps)):
         raise refuse(where, f"ResultPath {state['ResultPath']} (only field names under $)")
     parameters, result_selector, selector = (optional_template(state, field, where)
                                              for field in ("Parameters", "ResultSelector", "ItemSelector"))
@@ -418,37 +555,141 @@ def parse_state(name: str, state: Any, states: dict[str, Any]) -> State:
         elif not names_state(state.get("Next"), states):
             raise refuse(where, f"Next {state.get('Next')!r}, which names no state")
     check_comment(state, where)
+    extra: dict[str, Any] = {"language": language}
+    if "Assign" in state:
+        extra["assign"] = Assigner(state["Assign"], where, language)
+    if language == JSONATA:
+        for key in ("Output", "Arguments"):
+            if key in state:
+                extra[key.lower()] = jsonata_value(state[key], where, key)
     base = (name, input_path, output_path, None if end else state.get("Next"), end)
-    retriers, catchers = retry_and_catch(state, states, where)
+    retriers, catchers = retry_and_catch(state, states, where, language)
     if kind == "Task":
-        check_task(state, where)
-        return Task(*base, parameters, result_selector, result_path, retriers, catchers)
+        resource = check_task(state, where, language)
+        return Task(*base, parameters, result_selector, result_path, retriers, catchers, resource=resource, **extra)
+    if kind == "Parallel":
+        branches = state.get("Branches")
+        if not isinstance(branches, list) or not branches:
+            raise refuse(where, "a Parallel state without Branches (a non-empty list of state machines)")
+        machines = [parse_machine(branch, f"{where} (Branches[{number}])", child=True, inherited=language)
+                    for number, branch in enumerate(branches)]
+        for number, branch in enumerate(branches):
+            if "ProcessorConfig" in branch:
+                raise refuse(where, f"Branches[{number}].ProcessorConfig")
+        return Parallel(*base, parameters, result_selector, result_path, retriers, catchers, machines,
+                        resource="", **extra)
     if kind == "Map":
-        return parse_map(state, where, Task(*base, parameters, result_selector, result_path, retriers, catchers),
-                         selector)
+        return parse_map(state, where, Task(*base, parameters, result_selector, result_path, retriers, catchers,
+                                            resource="", **extra), selector)
     if kind == "Pass":
-        return Pass(*base, parameters, state.get("Result", NO_RESULT), result_path)
+        return Pass(*base, parameters, state.get("Result", NO_RESULT), result_path, **extra)
+    if kind == "Wait":
+        return parse_wait(state, where, base, language, extra)
     if kind == "Choice":
-        choices = state.get("Choices")
-        if not isinstance(choices, list) or not choices:
-            raise refuse(where, "a Choice state without Choices")
-        rules = []
-        for number, rule in enumerate(choices):
-            predicate = parse_rule(rule, where, f"Choices[{number}]", top=True)
-            if not names_state(rule.get("Next"), states):
-                raise refuse(where, f"Choices[{number}].Next {rule.get('Next')!r}, which names no state")
-            rules.append((predicate, rule["Next"]))
-        if "Default" in state and not names_state(state["Default"], states):
-            raise refuse(where, f"Default {state['Default']!r}, which names no state")
-        return Choice(*base, rules, state.get("Default"))
+        return parse_choice(state, where, base, states, language, extra)
     if kind == "Fail":
+        if language == JSONATA:
+            error, cause = (jsonata_value(state[key], where, key) if key in state else None
+                            for key in ("Error", "Cause"))
+            return Fail(*base, error, cause, None, None, **extra)
         error_path, cause_path = (Path(state[field], where, field) if field in state else None
                                   for field in ("ErrorPath", "CausePath"))
-        return Fail(*base, state.get("Error", "States.Fail"), state.get("Cause", ""), error_path, cause_path)
-    return Succeed(*base)
+        return Fail(*base, state.get("Error", "States.Fail"), state.get("Cause", ""), error_path, cause_path,
+                    **extra)
+    return Succeed(*base, **extra)
 
 
-def retry_and_catch(state: dict[str, Any], states: dict[str, Any], where: str) -> tuple[list[Retrier], list[Catcher]]:
+def parse_wait(state: dict[str, Any], where: str, base: Base, language: str,
+               extra: dict[str, Any]) -> Wait:
+    """A Wait: exactly one of Seconds, Timestamp, SecondsPath, TimestampPath (amazon-states-language-wait-state.html);
+    Seconds a non-negative integer, Timestamp an ISO 8601 date (RFC 3339)."""
+    given = [key for key in ("Seconds", "Timestamp", "SecondsPath", "TimestampPath") if key in state]
+    if len(given) != 1:
+        raise refuse(where, f"a Wait with {len(given)} of Seconds, Timestamp, SecondsPath and TimestampPath (one "
+                            f"is required)")
+    (key,) = given
+    value = state[key]
+    seconds = timestamp = None
+    seconds_path = timestamp_path = None
+    if language == JSONATA and isinstance(value, str) and value.startswith("{%"):
+        parsed = jsonata_value(value, where, key)
+        seconds, timestamp = (parsed, None) if key == "Seconds" else (None, parsed)
+    elif key == "Seconds":
+        check_positive(state, "Seconds", where, 0, maximum=WAIT_LIMIT)
+        seconds = value
+    elif key == "Timestamp":
+        if parse_timestamp(value) is None:
+            raise refuse(where, f"Timestamp {json.dumps(value)[:40]} (an ISO 8601 date such as "
+                                f"2026-03-14T01:59:00Z)")
+        timestamp = value
+    else:
+        path = Path(value, where, key)
+        seconds_path, timestamp_path = (path, None) if key == "SecondsPath" else (None, path)
+    return Wait(*base, seconds, timestamp, seconds_path, timestamp_path, **extra)
+
+
+TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})")
+
+
+def parse_timestamp(value: Any) -> Any:
+    """An RFC 3339 date (with its offset, as Step Functions requires) as an aware datetime, or None."""
+    import datetime
+
+    if not isinstance(value, str) or not TIMESTAMP.fullmatch(value):
+        return None
+    try:
+        return datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def parse_choice(state: dict[str, Any], where: str, base: Base, states: dict[str, Any], language: str,
+                 extra: dict[str, Any]) -> Choice:
+    choices = state.get("Choices")
+    if not isinstance(choices, list) or not choices:
+        raise refuse(where, "a Choice state without Choices")
+    rules = []
+    for number, rule in enumerate(choices):
+        field = f"Choices[{number}]"
+        if language == JSONATA:
+            check_fields(rule, {"Condition", "Next", "Comment", "Output", "Assign"}, where, field)
+            if "Condition" not in rule:
+                raise refuse(where, f"{field} without Condition (a JSONata Choice rule's test)")
+            predicate = jsonata_condition(rule["Condition"], where, f"{field}.Condition")
+            output = jsonata_value(rule["Output"], where, f"{field}.Output") if "Output" in rule else None
+        else:
+            predicate = parse_rule({key: value for key, value in rule.items() if key != "Assign"}
+                                   if isinstance(rule, dict) else rule, where, field, top=True)
+            output = None
+        assign = Assigner(rule["Assign"], where, language, f"{field}.Assign") if "Assign" in rule else None
+        if not names_state(rule.get("Next"), states):
+            raise refuse(where, f"{field}.Next {rule.get('Next')!r}, which names no state")
+        rules.append(Rule(predicate, rule["Next"], output, assign))
+    if "Default" in state and not names_state(state["Default"], states):
+        raise refuse(where, f"Default {state['Default']!r}, which names no state")
+    return Choice(*base, rules, state.get("Default"), **extra)
+
+
+def jsonata_condition(value: Any, where: str, field: str) -> Predicate:
+    """A JSONata Choice rule's Condition: true, false, or an expression that must yield a boolean."""
+    if isinstance(value, bool):
+        return lambda data, context: value
+    if not isinstance(value, str) or not value.startswith("{%"):
+        raise refuse(where, f"{field} that is neither a boolean nor a {{% %}} expression")
+    expression = jsonata_value(value, where, field)
+
+    def holds(data: Any, context: Context) -> bool:
+        result = expression.evaluate(context.bindings(data))
+        if not isinstance(result, bool):
+            raise StatesError("States.QueryEvaluationError", f"The JSONata expression in {field} returned "
+                                                             f"{json.dumps(result)[:60]}, not a boolean")
+        return result
+
+    return holds
+
+
+def retry_and_catch(state: dict[str, Any], states: dict[str, Any], where: str,
+                    language: str = JSONPATH) -> tuple[list[Retrier], list[Catcher]]:
     retries, catches = state.get("Retry", []), state.get("Catch", [])
     for field, value in (("Retry", retries), ("Catch", catches)):
         if not isinstance(value, list):
@@ -468,27 +709,37 @@ def retry_and_catch(state: dict[str, Any], states: dict[str, Any], where: str) -
                                 retrier.get("JitterStrategy") == "FULL"))
     catchers = []
     for number, catcher in enumerate(catches):
-        check_fields(catcher, CATCH_FIELDS, where, f"Catch[{number}]")
-        names = error_names(catcher, where, f"Catch[{number}]", number == len(catches) - 1)
+        field = f"Catch[{number}]"
+        check_fields(catcher, JSONATA_CATCH_FIELDS if language == JSONATA else CATCH_FIELDS, where, field)
+        names = error_names(catcher, where, field, number == len(catches) - 1)
         if not names_state(catcher.get("Next"), states):
-            raise refuse(where, f"Catch[{number}].Next {catcher.get('Next')!r}, which names no state")
-        path = optional_path(catcher, "ResultPath", where, f"Catch[{number}].ResultPath")
-        catchers.append(Catcher(names, path, catcher["Next"]))
+            raise refuse(where, f"{field}.Next {catcher.get('Next')!r}, which names no state")
+        path = optional_path(catcher, "ResultPath", where, f"{field}.ResultPath")
+        output = jsonata_value(catcher["Output"], where, f"{field}.Output") if "Output" in catcher else None
+        assign = Assigner(catcher["Assign"], where, language, f"{field}.Assign") if "Assign" in catcher else None
+        catchers.append(Catcher(names, path, catcher["Next"], output, assign))
     return retriers, catchers
 
 
-def check_task(state: dict[str, Any], where: str) -> None:
-    if state.get("Resource") != LAMBDA_INVOKE:
-        raise refuse(where, f"the Task resource {state.get('Resource')!r} (only {LAMBDA_INVOKE})")
-    parameters = state.get("Parameters")
+def check_task(state: dict[str, Any], where: str, language: str = JSONPATH) -> str:
+    """A Task's Resource: ``arn:aws:states:::lambda:invoke`` (with FunctionName, and in JSONPath Payload), or a Lambda
+    function's ARN (its input the payload, its result the function's answer)."""
+    resource = state.get("Resource")
+    if isinstance(resource, str) and FUNCTION_ARN.fullmatch(resource):
+        return resource
+    if resource != LAMBDA_INVOKE:
+        raise refuse(where, f"the Task resource {resource!r} (only {LAMBDA_INVOKE} or a Lambda function's ARN)")
+    key = "Arguments" if language == JSONATA else "Parameters"
+    parameters = state.get(key)
     if not isinstance(parameters, dict):
-        raise refuse(where, f"{LAMBDA_INVOKE} without Parameters")
-    names = {key.removesuffix(".$") for key in parameters}
+        raise refuse(where, f"{LAMBDA_INVOKE} without {key}")
+    names = {name.removesuffix(".$") for name in parameters} if language == JSONPATH else set(parameters)
     for name in sorted(names - LAMBDA_PARAMETERS):
-        raise refuse(where, f"Parameters.{name} of {LAMBDA_INVOKE}")
-    for required in ("FunctionName", "Payload"):
+        raise refuse(where, f"{key}.{name} of {LAMBDA_INVOKE}")
+    for required in ("FunctionName", "Payload") if language == JSONPATH else ("FunctionName",):
         if required not in names:
-            raise refuse(where, f"{LAMBDA_INVOKE} without Parameters.{required}")
+            raise refuse(where, f"{LAMBDA_INVOKE} without {key}.{required}")
+    return LAMBDA_INVOKE
 
 
 def parse_map(state: dict[str, Any], where: str, task: Task, selector: Template | None) -> Map:

@@ -13,9 +13,16 @@ the AWS CLI and any SDK talk to it as to AWS. The actions, each as its page in t
 * DescribeExecution, StopExecution (ABORTED, with the error and cause given), ListExecutions (by state machine,
   or by Map Run; statusFilter, maxResults, nextToken), ListStateMachines, DescribeStateMachine, DescribeMapRun,
   ListMapRuns.
+* CreateStateMachine, UpdateStateMachine, DeleteStateMachine: the engineer's own definitions beside the template's,
+  checked when created or updated as AWS checks them (InvalidDefinition naming the state and field; what the runner
+  does not implement is refused there, by name); at most OWN_LIMIT of them. ValidateStateMachineDefinition answers
+  the same check as diagnostics.
+* GetExecutionHistory: the events of an execution (history.py), oldest first or reverseOrder, with or without
+  their data (includeExecutionData), in pages.
+* TestState (teststate_api.py): one state, alone or by stateName in a whole definition, with mocks.
 
 Every other action is refused by name (UnknownOperationException), as are EXPRESS state machines (the runner keeps
-Standard workflows' records). GetExecutionHistory is not offered: the runner keeps no event history.
+Standard workflows' records). A Map Run's child executions are listed but keep no history of their own.
 """
 
 from __future__ import annotations
@@ -26,11 +33,13 @@ import json
 import pathlib
 import re
 import threading
+import uuid
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
 from . import asl, states
+from .history import Budget, History
 from .template import LOCAL_ROLE, local_arn
 
 RUNNING_LIMIT = 4  # executions running at once
@@ -42,7 +51,10 @@ PAGE_DEFAULT, PAGE_LIMIT = 100, 1000  # maxResults of the List actions
 TOKEN_LIMIT = 1024  # nextToken's length (ValidationException past it)
 ARN = re.compile(r"arn:aws:states:[a-z0-9-]+:\d{12}:(?P<kind>[A-Za-z]+):.+")
 ACTIONS = ("StartExecution", "DescribeExecution", "StopExecution", "ListExecutions", "ListStateMachines",
-           "DescribeStateMachine", "DescribeMapRun", "ListMapRuns")
+           "DescribeStateMachine", "DescribeMapRun", "ListMapRuns", "CreateStateMachine", "UpdateStateMachine",
+           "DeleteStateMachine", "ValidateStateMachineDefinition", "GetExecutionHistory", "TestState")
+OWN_LIMIT = 100  # state machines created through the API, at most (StateMachineLimitExceeded past it)
+ROLE_ARN = re.compile(r"arn:aws:iam::\d{12}:role/[\w+=,.@/-]{1,512}")
 
 
 class ApiError(Exception):
@@ -54,19 +66,23 @@ class ApiError(Exception):
 
 
 class Machine:
-    """A state machine of the template, as the runner runs it, or why the runner cannot."""
+    """A state machine (the template's, or one created through the API), as the runner runs it (parsed once, when
+    it is loaded, created or updated), or why the runner cannot."""
 
     def __init__(self, logical_id: str, name: str, arn: str, kind: str, definition: dict[str, Any] | None,
-                 problem: str | None) -> None:
+                 problem: str | None, parsed: asl.Machine | None = None, text: str | None = None,
+                 role: str = LOCAL_ROLE) -> None:
         self.logical_id, self.name, self.arn, self.kind = logical_id, name, arn, kind
-        self.definition, self.problem = definition, problem
+        self.definition, self.problem, self.parsed, self.role = definition, problem, parsed, role
+        self.text = text if text is not None else json.dumps(definition) if definition is not None else "{}"
         self.created = datetime.datetime.now(datetime.UTC)
+        self.revision = str(uuid.uuid4())
 
 
 class Record:
     """One execution as DescribeExecution tells it."""
 
-    def __init__(self, machine: Machine, name: str, arn: str, input_text: str) -> None:
+    def __init__(self, machine: Machine, name: str, arn: str, input_text: str, budget: Budget) -> None:
         self.machine, self.name, self.arn, self.input = machine, name, arn, input_text
         self.start = datetime.datetime.now(datetime.UTC)
         self.stop: datetime.datetime | None = None
@@ -76,6 +92,7 @@ class Record:
         self.cause: str | None = None
         self.control = states.Control()
         self.thread: threading.Thread | None = None
+        self.history = History(budget)
 
     def summary(self) -> dict[str, Any]:
         summary = {"executionArn": self.arn, "stateMachineArn": self.machine.arn, "name": self.name,
@@ -154,17 +171,20 @@ class StepFunctionsApi:
         self.map_runs = states.MapRuns()
         self.machines: dict[str, Machine] = {}
         for logical_id, kind in state_machine_ids(template_path).items():
+            parsed = None
             try:
                 definition, name = load_definition(template_path, logical_id, region)
+                parsed = asl.parse_machine(definition)  # checked at load already: parsed once more, kept
                 problem = None
-            except PipelineError as error:
+            except (PipelineError, asl.NotImplementedByRunner) as error:
                 definition, name, problem = None, logical_id, str(error)
             arn = local_arn("states", region, f"stateMachine:{name}")
-            self.machines[arn] = Machine(logical_id, name, arn, kind, definition, problem)
+            self.machines[arn] = Machine(logical_id, name, arn, kind, definition, problem, parsed)
         self.lock = threading.Lock()
         self.executions: OrderedDict[str, Record] = OrderedDict()
         self.runners: dict[str, states.StateMachine] = {}
         self.closed = False
+        self.budget = Budget()
 
     # ---- the protocol ----
 
@@ -235,7 +255,8 @@ class StepFunctionsApi:
             runner = self.runners.get(machine.arn)
             if runner is None:
                 runner = self.runners[machine.arn] = states.StateMachine(machine.definition, machine.name,
-                                                                         self.make_services(), self.region)
+                                                                         self.make_services(), self.region,
+                                                                         machine.parsed)
             arn = runner.execution_arn(name)
             existing = self.executions.get(arn)
             if existing is not None:
@@ -245,7 +266,7 @@ class StepFunctionsApi:
             if sum(record.status == "RUNNING" for record in self.executions.values()) >= RUNNING_LIMIT:
                 raise ApiError("ExecutionLimitExceeded", f"the local endpoint runs at most {RUNNING_LIMIT} executions "
                                                          f"at once")
-            record = Record(machine, name, arn, input_text)
+            record = Record(machine, name, arn, input_text, self.budget)
             self.executions[arn] = record
             self._forget_old()
             record.thread = threading.Thread(target=self._run, args=(runner, record, execution_input), daemon=True,
@@ -255,7 +276,7 @@ class StepFunctionsApi:
 
     def _run(self, runner: states.StateMachine, record: Record, execution_input: Any) -> None:
         try:
-            ended = runner.execute(execution_input, record.name, record.control, record.start)
+            ended = runner.execute(execution_input, record.name, record.control, record.start, record.history)
         except Exception as error:  # a fault of the runner itself: the execution fails, the server stays up
             ended = states.Execution(record.arn, "FAILED", error="States.Runtime", cause=f"{type(error).__name__}")
         with self.lock:
@@ -271,7 +292,7 @@ class StepFunctionsApi:
             oldest = next((arn for arn, record in self.executions.items() if record.status != "RUNNING"), None)
             if oldest is None:
                 return
-            del self.executions[oldest]
+            self.executions.pop(oldest).history.release()
             self.map_runs.forget(oldest)
 
     def describe_execution(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -302,10 +323,12 @@ class StepFunctionsApi:
             raise ApiError("ValidationException", "give exactly one of stateMachineArn and mapRunArn")
         if "mapRunArn" in request:
             run = _arn(request, "mapRunArn", "mapRun")
-            if self.map_runs.describe(run) is None:
+            children = self.map_runs.children(run)
+            if children is None:
                 raise ApiError("ResourceNotFound", "Map Run does not exist")
-            raise ApiError("UnknownOperationException", "the local endpoint does not list a Map Run's child "
-                                                        "executions (DescribeMapRun counts them)")
+            chosen = [child for child in children if status is None or child["status"] == status]
+            page, token = _page(request, chosen)
+            return {"executions": page, **({"nextToken": token} if token else {})}
         machine = self.machine(request)
         with self.lock:
             chosen = [record.summary() for record in reversed(self.executions.values())
@@ -314,19 +337,135 @@ class StepFunctionsApi:
         return {"executions": page, **({"nextToken": token} if token else {})}
 
     def list_state_machines(self, request: dict[str, Any]) -> dict[str, Any]:
-        listed = [{"stateMachineArn": machine.arn, "name": machine.name, "type": machine.kind,
-                   "creationDate": machine.created.timestamp()} for machine in self.machines.values()]
+        with self.lock:  # CreateStateMachine and DeleteStateMachine change the machines meanwhile
+            listed = [{"stateMachineArn": machine.arn, "name": machine.name, "type": machine.kind,
+                       "creationDate": machine.created.timestamp()} for machine in self.machines.values()]
         page, token = _page(request, listed)
         return {"stateMachines": page, **({"nextToken": token} if token else {})}
 
     def describe_state_machine(self, request: dict[str, Any]) -> dict[str, Any]:
         machine = self.machine(request)
         return {"stateMachineArn": machine.arn, "name": machine.name, "status": "ACTIVE",
-                "definition": json.dumps(machine.definition) if machine.definition is not None else "{}",
-                "roleArn": LOCAL_ROLE, "type": machine.kind,
-                "creationDate": machine.created.timestamp(),
+                "definition": machine.text, "roleArn": machine.role, "type": machine.kind,
+                "creationDate": machine.created.timestamp(), "revisionId": machine.revision,
                 "loggingConfiguration": {"level": "OFF", "includeExecutionData": False},
                 "tracingConfiguration": {"enabled": False}}
+
+    # ---- the engineer's own state machines ----
+
+    def checked_definition(self, request: dict[str, Any],
+                           key: str = "definition") -> tuple[dict[str, Any], asl.Machine, str]:
+        """A definition as CreateStateMachine, UpdateStateMachine and TestState check it: JSON of at most 1 MiB
+        (ValidationException past it), a state machine the runner runs (InvalidDefinition, naming the state and
+        the field)."""
+        from .definitions import DEPTH_LIMIT, depth
+        from .template import DEFINITION_LIMIT
+
+        text = _string(request, key, limit=DEFINITION_LIMIT)
+        assert text is not None
+        try:
+            definition = json.loads(text, parse_constant=_no_constant)
+        except (ValueError, RecursionError) as error:
+            raise ApiError("InvalidDefinition", f"Invalid State Machine Definition: 'INVALID_JSON_DESCRIPTION: "
+                                                f"{str(error)[:200]}'") from None
+        if depth(definition) > DEPTH_LIMIT:
+            raise ApiError("InvalidDefinition", f"Invalid State Machine Definition: 'nested more than "
+                                                f"{DEPTH_LIMIT} levels deep'")
+        try:
+            parsed = asl.parse_machine(definition)
+        except asl.NotImplementedByRunner as error:
+            raise ApiError("InvalidDefinition", f"Invalid State Machine Definition: '{error}'") from None
+        return definition, parsed, text
+
+    def _role(self, request: dict[str, Any], required: bool = True) -> str | None:
+        role = _string(request, "roleArn", required=required, limit=256)
+        if role is not None and not ROLE_ARN.fullmatch(role):
+            raise ApiError("InvalidArn", f"Invalid Arn: 'Resource type not valid in this context: {role[:256]}'")
+        return role
+
+    def create_state_machine(self, request: dict[str, Any]) -> dict[str, Any]:
+        name = _string(request, "name", limit=NAME_LIMIT)
+        assert name is not None
+        if FORBIDDEN_IN_NAMES.search(name):
+            raise ApiError("InvalidName", f"Invalid Name: '{name}'")
+        kind = request.get("type", "STANDARD")
+        if kind not in ("STANDARD", "EXPRESS"):
+            raise ApiError("ValidationException", f"1 validation error detected: Value '{str(kind)[:20]}' at 'type' "
+                                                  f"failed to satisfy constraint: Member must satisfy enum value set")
+        if request.get("publish"):
+            raise ApiError("ValidationException", "the local endpoint does not publish state machine versions "
+                                                  "(publish)")
+        if "encryptionConfiguration" in request:
+            raise ApiError("ValidationException", "the local endpoint does not implement encryptionConfiguration")
+        role = self._role(request)
+        assert role is not None
+        definition, parsed, text = self.checked_definition(request)
+        arn = local_arn("states", self.region, f"stateMachine:{name}")
+        with self.lock:
+            existing = self.machines.get(arn)
+            if existing is not None:  # the same definition and role: the same machine (AWS's idempotency)
+                if existing.text == text and existing.role == role and existing.kind == kind:
+                    return {"stateMachineArn": arn, "creationDate": existing.created.timestamp()}
+                raise ApiError("StateMachineAlreadyExists", f"State Machine Already Exists: '{arn}'")
+            if sum(machine.logical_id == "" for machine in self.machines.values()) >= OWN_LIMIT:
+                raise ApiError("StateMachineLimitExceeded", f"the local endpoint keeps at most {OWN_LIMIT} state "
+                                                            f"machines of its own")
+            machine = self.machines[arn] = Machine("", name, arn, kind, definition, None, parsed, text, role)
+        return {"stateMachineArn": arn, "creationDate": machine.created.timestamp()}
+
+    def update_state_machine(self, request: dict[str, Any]) -> dict[str, Any]:
+        machine = self.machine(request)
+        if request.get("publish"):
+            raise ApiError("ValidationException", "the local endpoint does not publish state machine versions "
+                                                  "(publish)")
+        if "definition" not in request and "roleArn" not in request and "loggingConfiguration" not in request \
+                and "tracingConfiguration" not in request:
+            raise ApiError("MissingRequiredParameter", "Either the definition, the role ARN, the LoggingConfiguration, "
+                                                       "or the TracingConfiguration must be specified")
+        role = self._role(request, required=False)
+        checked = self.checked_definition(request) if "definition" in request else None
+        with self.lock:
+            if checked is not None:
+                machine.definition, machine.parsed, machine.text = checked
+                machine.problem = None
+                self.runners.pop(machine.arn, None)  # new executions run the new definition; running ones go on
+            if role is not None:
+                machine.role = role
+            machine.revision = str(uuid.uuid4())
+        return {"updateDate": datetime.datetime.now(datetime.UTC).timestamp(), "revisionId": machine.revision}
+
+    def delete_state_machine(self, request: dict[str, Any]) -> dict[str, Any]:
+        arn = _arn(request, "stateMachineArn", "stateMachine")
+        with self.lock:  # running executions go on to their end, as AWS lets them
+            self.machines.pop(arn, None)
+            self.runners.pop(arn, None)
+        return {}
+
+    def validate_state_machine_definition(self, request: dict[str, Any]) -> dict[str, Any]:
+        try:
+            self.checked_definition(request)
+        except ApiError as error:
+            if error.code != "InvalidDefinition":
+                raise
+            return {"result": "FAIL", "diagnostics": [{"severity": "ERROR", "code": "SCHEMA_VALIDATION_FAILED",
+                                                       "message": str(error)[:1024]}], "truncated": False}
+        return {"result": "OK", "diagnostics": [], "truncated": False}
+
+    def get_execution_history(self, request: dict[str, Any]) -> dict[str, Any]:
+        record = self.record(request)
+        for key in ("reverseOrder", "includeExecutionData"):
+            if key in request and not isinstance(request[key], bool):
+                raise ApiError("ValidationException", f"1 validation error detected: Value at '{key}' failed to "
+                                                      f"satisfy constraint: Member must be a boolean")
+        events = record.history.page(request.get("reverseOrder") is True, request.get("includeExecutionData", True)
+                                     is not False)
+        page, token = _page(request, events)
+        return {"events": page, **({"nextToken": token} if token else {})}
+
+    def test_state(self, request: dict[str, Any]) -> dict[str, Any]:
+        from .teststate_api import test_state
+
+        return test_state(self, request)
 
     def describe_map_run(self, request: dict[str, Any]) -> dict[str, Any]:
         described = self.map_runs.describe(_arn(request, "mapRunArn", "mapRun"))

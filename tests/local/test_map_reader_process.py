@@ -20,7 +20,7 @@ import boto3
 import pytest
 from conftest import serving_with
 
-from chrf_components_local import states
+from chrf_components_local import distributed_map, states
 
 KEY, SECRET, REGION, BUCKET = "AKIDEXAMPLE", "the-secret", "eu-west-3", "corpusbucket"
 LAMBDA = "arn:aws:states:::lambda:invoke"
@@ -54,7 +54,7 @@ def definition():
 def run(s3, monkeypatch, key, in_process, invoke=None):
     """One execution of the Map over ``key``: its end, the payloads its tasks were sent, and whether a reader
     process read the items."""
-    monkeypatch.setattr(states, "READER_PROCESS_BYTES", 1 if in_process else 1 << 40)
+    monkeypatch.setattr(distributed_map, "READER_PROCESS_BYTES", 1 if in_process else 1 << 40)
     started = []
     start = states.ReaderProcess.start
 

@@ -91,6 +91,10 @@ def test_boto3_runs_the_templates_corpus_pipeline_to_the_report_score_gives(clie
     (run,) = stepfunctions.list_map_runs(executionArn=started["executionArn"])["mapRuns"]
     counts = stepfunctions.describe_map_run(mapRunArn=run["mapRunArn"])["itemCounts"]
     assert (counts["total"], counts["succeeded"]) == (len(LINES), len(LINES))
+    children = stepfunctions.list_executions(mapRunArn=run["mapRunArn"])["executions"]  # API_ListExecutions.html
+    assert len(children) == stepfunctions.describe_map_run(mapRunArn=run["mapRunArn"])["executionCounts"]["total"]
+    assert {child["status"] for child in children} == {"SUCCEEDED"}
+    assert sum(child["itemCount"] for child in children) == len(LINES)
     listed = stepfunctions.list_executions(stateMachineArn=machine["stateMachineArn"], statusFilter="SUCCEEDED")
     assert "boto3-run" in [execution["name"] for execution in listed["executions"]]
     assert json.loads(stepfunctions.describe_state_machine(
@@ -146,12 +150,12 @@ def test_bad_requests_are_refused_with_aws_errors(clients):
                    mapRunArn="arn:aws:states:us-east-1:123456789012:mapRun:x/y:z")[0] == "ResourceNotFound"
     assert code_of(stepfunctions.list_executions, stateMachineArn=machine, maxResults=5000)[0] == \
         "ValidationException"
-    code, message = code_of(stepfunctions.get_execution_history,
-                            executionArn="arn:aws:states:us-east-1:1:execution:a:b")
-    assert code == "UnknownOperationException" and "GetExecutionHistory" in message
-    code, message = code_of(stepfunctions.create_state_machine, name="m", definition="{}",
-                            roleArn="arn:aws:iam::1:r/x")
-    assert code == "UnknownOperationException" and "CreateStateMachine" in message
+    assert code_of(stepfunctions.get_execution_history,
+                   executionArn="arn:aws:states:us-east-1:123456789012:execution:a:b")[0] == "ExecutionDoesNotExist"
+    assert code_of(stepfunctions.create_state_machine, name="m", definition="{}",
+                   roleArn="arn:aws:iam::1:r/x")[0] == "InvalidArn"
+    code, message = code_of(stepfunctions.create_activity, name="worker")
+    assert code == "UnknownOperationException" and "CreateActivity" in message
 
 
 def raw(endpoint, action, body):

@@ -11,6 +11,7 @@ import local_runner
 import pytest
 
 from chrf_components_local import asl, definitions, states
+from chrf_components_local import execution as execution_module
 from chrf_components_local.asl import LAMBDA_INVOKE, S3_GET_OBJECT, S3_PUT_OBJECT, StatesError
 from chrf_components_local.states import LambdaAnswer
 
@@ -482,18 +483,23 @@ def at(definition, *path):
     (lambda d: at(d, *MAP, "ItemProcessor", "States", "ScoreBatch").update(Bogus=1),
      "state ScoreBatch: the local runner does not implement Bogus"),
     (lambda d: at(d, *MAP, "ItemProcessor", "States", "ScoreBatch", "Parameters").update(
-        {"Payload.$": "States.JsonMerge($, $.x, false)"}),
-     "state ScoreBatch: the local runner does not implement the intrinsic function States.JsonMerge "
-     "(in Parameters.Payload.$)"),
+        {"Payload.$": "States.JsonPatch($, $.x)"}),
+     "state ScoreBatch: the local runner does not implement the intrinsic function in Parameters.Payload.$ "
+     "(States.JsonPatch is not an intrinsic function of the JSONPath language)"),
     (lambda d: at(d, *MAP, "ItemSelector").update({"item.$": "$..item"}),
      "state ScoreSegments: the local runner does not implement the JSONPath $..item in ItemSelector.item.$ "
      "(only reference paths: .name, ['name'], [index])"),
-    (lambda d: at(d, "States").update(Wait={"Type": "Wait", "Seconds": 1, "End": True}),
-     "state Wait: the local runner does not implement the state type Wait"),
+    (lambda d: at(d, "States").update(Wait={"Type": "Wait", "Seconds": -1, "End": True}),
+     "state Wait: the local runner does not implement Seconds -1 (AWS requires an integer from 0 to 31622400)"),
+    (lambda d: at(d, "States").update(Task={"Type": "Task", "Resource": "arn:aws:states:::sqs:sendMessage",
+                                            "End": True}),
+     "state Task: the local runner does not implement the Task resource 'arn:aws:states:::sqs:sendMessage' (only "
+     "arn:aws:states:::lambda:invoke or a Lambda function's ARN)"),
     (lambda d: at(d, *MAP, "ItemProcessor", "ProcessorConfig").update(Mode="INLINE"),
      "state ScoreSegments: the local runner does not implement ItemProcessor.ProcessorConfig.Mode INLINE (only "
      "DISTRIBUTED)"),
-    (lambda d: d.update(QueryLanguage="JSONata"), "the definition: the local runner does not implement QueryLanguage"),
+    (lambda d: d.update(QueryLanguage="JSONata"),  # JSONPath's fields in a JSONata state: AWS refuses them too
+     "state CheckInput: the local runner does not implement Parameters"),
     (lambda d: at(d, *MAP, "ResultWriter").update(WriterConfig={"OutputType": "CSV"}),
      'state ScoreSegments: the local runner does not implement ResultWriter.WriterConfig {"OutputType": "CSV"} '
      "(Transformation is one of NONE, COMPACT, FLATTEN, OutputType one of JSON, JSONL)"),
@@ -685,7 +691,7 @@ def test_a_standard_execution_that_never_ends_fails_at_awss_history_quota(s3, lo
 def test_an_express_child_that_never_ends_times_out_at_its_duration(s3, monkeypatch):
     """DOCS + service-quotas.html: an Express execution runs at most five minutes (shortened here), then it times
     out: the Map counts its items as failed (on 72c9660 a looping child never ended)."""
-    monkeypatch.setattr(states, "EXPRESS_DURATION", 0.5)
+    monkeypatch.setattr(execution_module, "EXPRESS_DURATION", 0.5)
     put_lines(s3, ['{"n": 1}'])
     execution = run(s3, map_definition({"Child": {"Type": "Pass", "Next": "Child"}}))
     assert (execution.status, execution.error) == ("FAILED", "States.ExceedToleratedFailureThreshold")
