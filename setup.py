@@ -16,6 +16,7 @@ import tarfile
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
+from setuptools.command.build_py import build_py
 from setuptools.command.sdist import sdist
 
 NATIVE = "layers/chrf_core/native"
@@ -46,6 +47,23 @@ class BuildExtension(build_ext):
         for extension in self.extensions:
             extension.include_dirs.insert(0, include)
         super().build_extensions()
+
+
+# The service itself, for `serve`, `invoke` and `pipeline run --local` from a wheel in any folder: its template,
+# functions and state machine, copied into the emulator's package (chrf_components_local/project/) when it is built.
+PROJECT_FILES = ("template.yaml", "functions/chrf_components/*.py", "statemachine/*.asl.json")
+
+
+class BuildPy(build_py):
+    """The packages, and the service's own files (PROJECT_FILES) beside the emulator that runs them."""
+
+    def run(self) -> None:
+        super().run()
+        for pattern in PROJECT_FILES:
+            for source in sorted(glob.glob(pattern)):
+                target = os.path.join(self.build_lib, "chrf_components_local", "project", source)
+                self.mkpath(os.path.dirname(target))
+                self.copy_file(source, target)
 
 
 class ReproducibleSdist(sdist):
@@ -88,6 +106,6 @@ setup(
             optional=os.environ.get("CHRF_REQUIRE_NATIVE") != "1",
         )
     ],
-    cmdclass={"build_ext": BuildExtension, "sdist": ReproducibleSdist},
+    cmdclass={"build_ext": BuildExtension, "build_py": BuildPy, "sdist": ReproducibleSdist},
     options={"bdist_wheel": {"py_limited_api": "cp311"}},
 )

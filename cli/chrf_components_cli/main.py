@@ -154,13 +154,13 @@ def build_parser() -> argparse.ArgumentParser:
                         help="the event file; with -e, the function's logical id (as sam local invoke)")
     invoke.add_argument("-e", "--event", metavar="EVENT_FILE", help="the event file ('-' for stdin), as SAM's -e")
     invoke.add_argument("--function", help="logical id in the template (default ChrfComponentsFunction)")
-    invoke.add_argument("--template", "-t", metavar="PATH", help="the SAM template (default: ./template.yaml)")
+    invoke.add_argument("--template", "-t", metavar="PATH", help="the SAM template (default: ./template.yaml, else the service's own)")
     invoke.set_defaults(run=service_commands.command_invoke)
 
     serve = commands.add_parser("serve", help="serve the API on 127.0.0.1, like sam local start-api (no Docker)")
     serve.add_argument("--port", type=port, default=3000)
     serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--template", metavar="PATH", help="the SAM template (default: ./template.yaml)")
+    serve.add_argument("--template", metavar="PATH", help="the SAM template (default: ./template.yaml, else the service's own)")
     serve.add_argument("--workers", type=int, default=4, help="function instances running at once (default 4)")
     serve.add_argument("--iam", action="store_true",
                        help="require SigV4-signed requests, checked against your AWS credentials, like the deployed "
@@ -186,7 +186,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="run the template's state machine on this machine: its functions as Lambda runs them, "
                             "S3 on a local moto server, nothing deployed (see docs/deploy-and-pipelines.md)")
     run.add_argument("--template", "-t", metavar="PATH", help="with --local: the SAM template (default: "
-                                                               "./template.yaml)")
+                                                               "./template.yaml, else the service's own)")
     run.add_argument("--log-file", metavar="FILE", help="with --local: write the functions' logs to FILE "
                                                          "(as sam local --log-file; default: discarded)")
     add_settings(run, library=False)

@@ -6,8 +6,10 @@ Step Functions API (stepfunctions.py), `serve` (server.py) and `pipeline run --l
 from __future__ import annotations
 
 import json
+import os
 import pathlib
 import re
+import threading
 from typing import Any
 
 from . import asl
@@ -86,7 +88,46 @@ def load_definition(template_path: pathlib.Path, logical_id: str = STATE_MACHINE
                     region: str = REGION) -> tuple[dict[str, Any], str]:
     """The state machine's definition as SAM deploys it (DefinitionUri's file, or Definition, with the
     DefinitionSubstitutions applied) and its name; checked by the local runner."""
+    definition, name, _ = load_parsed(template_path, logical_id, region)
+    return definition, name
+
+
+LOADED_KEPT = 8  # definitions kept parsed (load_parsed)
+_loaded: dict[tuple[Any, ...], tuple[dict[str, Any], str, asl.Machine]] = {}
+_loaded_lock = threading.Lock()
+
+
+def load_parsed(template_path: pathlib.Path, logical_id: str = STATE_MACHINE,
+                region: str = REGION) -> tuple[dict[str, Any], str, asl.Machine]:
+    """load_definition's definition and name, and the definition parsed (asl.Machine): parsed once for as long as
+    the template and the definition's file are unchanged (`pipeline run --local` and the serve it starts read the
+    same machine; its runners share the parsed states, which nothing changes once parsed)."""
+
+    def stamp(path: pathlib.Path) -> tuple[Any, ...]:
+        try:
+            status = os.stat(path)
+        except OSError:
+            return (str(path),)
+        return str(path.resolve()), status.st_mtime_ns, status.st_size, status.st_ino
+
     template = sam_template.load_template(template_path)
+    resource = template["Resources"].get(logical_id)
+    uri = resource.get("Properties", {}).get("DefinitionUri") if isinstance(resource, dict) else None
+    key = (stamp(template_path), stamp(template_path.parent / uri) if isinstance(uri, str) else None, logical_id,
+           region)
+    with _loaded_lock:
+        found = _loaded.get(key)
+    if found is None:
+        found = _load_definition(template, template_path, logical_id, region)
+        with _loaded_lock:
+            _loaded[key] = found
+            while len(_loaded) > LOADED_KEPT:
+                del _loaded[next(iter(_loaded))]
+    return found
+
+
+def _load_definition(template: dict[str, Any], template_path: pathlib.Path, logical_id: str,
+                     region: str) -> tuple[dict[str, Any], str, asl.Machine]:
     resource = template["Resources"].get(logical_id)
     if not isinstance(resource, dict) or resource.get("Type") != "AWS::Serverless::StateMachine":
         raise PipelineError(f"{template_path}: no AWS::Serverless::StateMachine {logical_id}")
@@ -124,9 +165,9 @@ def load_definition(template_path: pathlib.Path, logical_id: str = STATE_MACHINE
         raise PipelineError(f"{where}: the definition is nested too deeply for the local runner (more than "
                             f"{DEPTH_LIMIT} levels)")
     try:
-        asl.parse_machine(definition)
+        parsed = asl.parse_machine(definition)
     except asl.NotImplementedByRunner as error:
         raise PipelineError(str(error)) from None
     except RecursionError:  # e.g. Parameters nested hundreds deep: read by the parser, too deep to walk
         raise PipelineError(f"{where}: the definition is nested too deeply for the local runner") from None
-    return definition, name
+    return definition, name, parsed

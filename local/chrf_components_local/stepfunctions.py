@@ -165,7 +165,7 @@ class StepFunctionsApi:
     once the server's address is known) in ``region``."""
 
     def __init__(self, template_path: pathlib.Path, region: str, services: Callable[[], states.Services]) -> None:
-        from .definitions import PipelineError, load_definition, state_machine_ids
+        from .definitions import PipelineError, load_parsed, state_machine_ids
 
         self.region, self.make_services = region, services
         self.map_runs = states.MapRuns()
@@ -173,10 +173,9 @@ class StepFunctionsApi:
         for logical_id, kind in state_machine_ids(template_path).items():
             parsed = None
             try:
-                definition, name = load_definition(template_path, logical_id, region)
-                parsed = asl.parse_machine(definition)  # checked at load already: parsed once more, kept
+                definition, name, parsed = load_parsed(template_path, logical_id, region)
                 problem = None
-            except (PipelineError, asl.NotImplementedByRunner) as error:
+            except PipelineError as error:
                 definition, name, problem = None, logical_id, str(error)
             arn = local_arn("states", region, f"stateMachine:{name}")
             self.machines[arn] = Machine(logical_id, name, arn, kind, definition, problem, parsed)

@@ -53,9 +53,15 @@ class TemplateError(Exception):
     """No template, or no such function in it: a problem the command line reports in one line."""
 
 
+PACKAGED = pathlib.Path(__file__).parent / "project" / TEMPLATE_NAME  # the service's own, in a wheel (setup.py)
+
+
 def find_template(explicit: str | None = None) -> pathlib.Path:
-    """``explicit`` if given, else template.yaml in the working directory."""
+    """``explicit`` if given, else template.yaml in the working directory, else (installed from a wheel) the
+    service's own template, functions and state machine that the wheel carries."""
     path = pathlib.Path(explicit) if explicit else pathlib.Path.cwd() / TEMPLATE_NAME
+    if not explicit and not path.is_file() and PACKAGED.is_file():
+        return PACKAGED
     if not path.is_file():
         if explicit:
             raise TemplateError(f"--template {explicit}: " + ("not a regular file" if path.exists() else

@@ -17,6 +17,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 
 import chrf_core
 import pytest
@@ -140,6 +141,43 @@ def test_the_x86_64_wheel_installs_without_a_compiler_and_counts_natively(tmp_pa
                            env=variables, cwd=tmp_path, timeout=120)
     assert serve.returncode == 2 and serve.stdout == ""
     assert serve.stderr.count("\n") == 1 and "pip install 'chrf-components[aws]'" in serve.stderr
+
+
+def test_the_x86_64_wheel_with_aws_serves_the_service_and_your_own_machines_from_an_empty_folder(tmp_path):
+    """`pip install 'chrf-components[aws]'` carries what serve, invoke and pipeline run --local run: the template,
+    the functions and the state machine (on 652250a each stopped at "no template.yaml")."""
+    import boto3
+    from processes import serving_process
+
+    target = distribution("*-cp311-abi3-manylinux_2_17_x86_64.whl")
+    bin_folder, variables = fresh_environment(tmp_path / "venv")
+    installed = subprocess.run([str(bin_folder / "python"), "-m", "pip", "install", "--find-links", str(WHEELHOUSE),
+                                f"{target}[aws]"], capture_output=True, text=True, env=variables, timeout=900)
+    assert installed.returncode == 0, installed.stderr
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "request.json").write_text(json.dumps({"hypotheses": ["aa"], "references": ["ab"], "beta": 3}))
+    invoked = subprocess.run([str(bin_folder / "chrf-components"), "invoke", "request.json"], capture_output=True,
+                             text=True, env=variables, cwd=empty, timeout=120)
+    assert invoked.returncode == 0 and json.loads(invoked.stdout)["score"] == "25.000000", invoked.stderr
+    definition = (ROOT / "examples/evaluation-pipeline/evaluation.asl.json").read_text(encoding="utf-8")
+    with serving_process(tmp_path / "serve.log", cwd=empty, env=variables, python=bin_folder / "python") as (_, port):
+        sfn = boto3.session.Session(aws_access_key_id="any", aws_secret_access_key="any", region_name="us-east-1") \
+            .client("stepfunctions", endpoint_url=f"http://127.0.0.1:{port}")
+        assert [machine["name"] for machine in sfn.list_state_machines()["stateMachines"]] == \
+            ["local-corpus-pipeline"]
+        arn = sfn.create_state_machine(name="own", definition=definition,
+                                       roleArn="arn:aws:iam::123456789012:role/local")["stateMachineArn"]
+        started = sfn.start_execution(stateMachineArn=arn, input=json.dumps(
+            {"systems": {"baseline": ["the cat"], "candidate": ["a cat"]}, "references": ["the cat"],
+             "word_order": 2}))
+        deadline = time.monotonic() + 120
+        while (described := sfn.describe_execution(executionArn=started["executionArn"]))["status"] == "RUNNING":
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        assert described["status"] == "SUCCEEDED", described
+        assert json.loads(described["output"])["best"] == "baseline"
+    assert not list(empty.glob("*.yaml"))  # nothing written into the folder it ran in
 
 
 def test_the_aarch64_wheel_loads_its_native_kernel_in_an_arm64_python_under_qemu(tmp_path, texts):
