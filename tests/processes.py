@@ -66,9 +66,9 @@ def stop_group(process, grace):
 @contextlib.contextmanager
 def serving_process(log_path, *arguments, cwd=ROOT, env=None, python=sys.executable):
     """`chrf-components serve --port 0 ARGUMENTS` in a session of its own (``env``: its environment, else this
-    one's; ``python``: the interpreter it is installed in), its stderr in ``log_path``: yields (process, port) once it serves; stopped with its whole group
-    afterwards, whatever happened (SIGTERM, as a service manager stops it, so that it removes what it stored;
-    SIGKILL if it has not ended within 10 s)."""
+    one's; ``python``: the interpreter it is installed in), its stderr in ``log_path``: yields (process, port) once
+    it serves; stopped with its whole group afterwards, whatever happened (SIGTERM, as a service manager stops it,
+    so that it removes what it stored; SIGKILL if it has not ended within 10 s)."""
     log = open(log_path, "w+", encoding="utf-8")  # noqa: SIM115 (read while the process runs)
     process = subprocess.Popen([str(python), "-m", "chrf_components_cli.main", "serve", "--port", "0",
                                 *arguments], cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=log,

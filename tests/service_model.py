@@ -46,15 +46,22 @@ def problems(shape: Any, value: Any, where: str = "") -> list[str]:
     return found
 
 
-def checking(client: Any) -> list[str]:
+class Found(list):  # type: ignore[type-arg]
+    """The problems found (a list), and how many answers were checked (``checked``)."""
+
+    checked = 0
+
+
+def checking(client: Any) -> Found:
     """Check every answer ``client`` reads against its operation's output shape (or, for an error, that it names
     one the operation may answer or a common one); the problems found are appended to the list returned."""
     import json
 
-    found: list[str] = []
+    found = Found()
     common = {"ValidationException", "UnknownOperationException", "SerializationException", "ServiceUnavailable"}
 
     def check(operation_model: Any, response_dict: Any, **_: Any) -> None:
+        found.checked += 1
         body = json.loads(response_dict["body"] or b"{}")
         name = operation_model.name
         if response_dict["status_code"] >= 400:

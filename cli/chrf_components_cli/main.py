@@ -154,13 +154,13 @@ def build_parser() -> argparse.ArgumentParser:
                         help="the event file; with -e, the function's logical id (as sam local invoke)")
     invoke.add_argument("-e", "--event", metavar="EVENT_FILE", help="the event file ('-' for stdin), as SAM's -e")
     invoke.add_argument("--function", help="logical id in the template (default ChrfComponentsFunction)")
-    invoke.add_argument("--template", "-t", metavar="PATH", help="the SAM template (default: ./template.yaml, else the service's own)")
+    invoke.add_argument("--template", "-t", metavar="PATH", help=TEMPLATE_HELP)
     invoke.set_defaults(run=service_commands.command_invoke)
 
     serve = commands.add_parser("serve", help="serve the API on 127.0.0.1, like sam local start-api (no Docker)")
     serve.add_argument("--port", type=port, default=3000)
     serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--template", metavar="PATH", help="the SAM template (default: ./template.yaml, else the service's own)")
+    serve.add_argument("--template", metavar="PATH", help=TEMPLATE_HELP)
     serve.add_argument("--workers", type=int, default=4, help="function instances running at once (default 4)")
     serve.add_argument("--iam", action="store_true",
                        help="require SigV4-signed requests, checked against your AWS credentials, like the deployed "
@@ -185,8 +185,7 @@ def build_parser() -> argparse.ArgumentParser:
     where.add_argument("--local", action="store_true",
                        help="run the template's state machine on this machine: its functions as Lambda runs them, "
                             "S3 on a local moto server, nothing deployed (see docs/deploy-and-pipelines.md)")
-    run.add_argument("--template", "-t", metavar="PATH", help="with --local: the SAM template (default: "
-                                                               "./template.yaml, else the service's own)")
+    run.add_argument("--template", "-t", metavar="PATH", help=f"with --local: {TEMPLATE_HELP}")
     run.add_argument("--log-file", metavar="FILE", help="with --local: write the functions' logs to FILE "
                                                          "(as sam local --log-file; default: discarded)")
     add_settings(run, library=False)
@@ -241,6 +240,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{prog}: error: cannot write the output ({error.strerror})", file=sys.stderr)
         return EXIT_USAGE
 
+
+TEMPLATE_HELP = "the SAM template (default: ./template.yaml, else the service's own, which a wheel carries)"
 
 # What writing to standard output or a file can fail with: a full disk or quota, a file too large, a device error.
 OUTPUT_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO}

@@ -22,7 +22,6 @@ import time
 
 import boto3
 import pytest
-from botocore.config import Config
 from botocore.exceptions import ClientError
 from service_model import checking
 from support import ROOT
@@ -63,7 +62,7 @@ def sfn(endpoint):
                 os.environ[key] = value
     client.problems = checking(client)
     yield client
-    assert client.problems == []
+    assert client.problems == [] and client.problems.checked > 20
 
 
 def finished(sfn, arn, seconds=60):
@@ -287,3 +286,15 @@ def test_the_aws_cli_creates_runs_reads_the_history_and_tests_a_state(endpoint, 
         {"Type": "Pass", "QueryLanguage": "JSONata", "Output": "{% $states.input.n * 2 %}", "Next": "After"}),
         "--input", json.dumps({"n": 21}))
     assert (tested["status"], tested["nextState"], tested["output"]) == ("SUCCEEDED", "After", "42")
+
+
+def test_the_model_check_finds_a_member_the_model_lacks_a_wrong_type_and_a_missing_required_member():
+    import botocore.session
+    from service_model import problems
+
+    shape = botocore.session.get_session().get_service_model("stepfunctions").operation_model(
+        "CreateStateMachine").output_shape
+    assert problems(shape, {"stateMachineArn": "a", "creationDate": 1.5}) == []
+    assert problems(shape, {"stateMachineArn": 1, "bogus": 2}) == [
+        ".stateMachineArn: int, not a string", ".bogus: not a member of CreateStateMachineOutput",
+        ".creationDate: required, missing"]

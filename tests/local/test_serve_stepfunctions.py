@@ -22,6 +22,7 @@ import time
 import boto3
 import pytest
 from botocore.exceptions import ClientError
+from service_model import checking
 from support import ROOT
 
 from chrf_components_local.server import make_server
@@ -42,8 +43,12 @@ def endpoint():
 
 @pytest.fixture(scope="module")
 def clients(endpoint):
+    """S3 and Step Functions clients of serve; every Step Functions answer is checked against botocore's model."""
     session = boto3.session.Session(aws_access_key_id="any", aws_secret_access_key="any", region_name="us-east-1")
-    return session.client("s3", endpoint_url=endpoint), session.client("stepfunctions", endpoint_url=endpoint)
+    stepfunctions = session.client("stepfunctions", endpoint_url=endpoint)
+    problems = checking(stepfunctions)
+    yield session.client("s3", endpoint_url=endpoint), stepfunctions
+    assert problems == [] and problems.checked > 10
 
 
 def machine_arn(stepfunctions):
