@@ -394,7 +394,40 @@ def mbr_table(rounds: int) -> None:
                   f"{best['fastchrf'] / best['ours']:>9.1f}x{pairs / best['ours'] / cores:>14.3g}"
                   f"{best['plus'] * 1000:>9.2f}ms{versus(best, 'ours')}{versus(best, 'plus')}")
     print("  (agreement with fastChrF: every score within 1e-9; fastChrF cannot count words, so chrF++ is ours alone)")
+    weighted_rows(rounds)
     threads_table(rounds, cores)
+
+
+def weighted_rows(rounds: int) -> None:
+    """aggregate 1024 with mbrs' softmax weights (of log-probabilities drawn from N(-40, sd)) against the same call
+    unweighted, rounds interleaved: 6 sources x sd 2, 5, 10, and one share below 2^-400 (issue 67)."""
+    import numpy
+
+    metric = chrf_core.CHRF()
+    print("\n   aggregate 1024 with softmax weights, against the same call unweighted (best of the same rounds):\n")
+    print(f"{'call':<34}{'weighted':>11}{'unweighted':>12}{'ratio':>8}")
+    worst = 0.0
+    for source in range(6):
+        samples = mbr_candidates(1024, source)
+        calls = {"plain": lambda s=samples: metric.aggregate(s, s)}
+        for sd in (2, 5, 10):
+            lprobs = numpy.random.default_rng(10 * source + sd).normal(-40, sd, len(samples))
+            weights = numpy.exp(lprobs - lprobs.max())
+            calls[str(sd)] = lambda s=samples, w=weights: metric.aggregate(s, s, weights=w)
+        if source == 0:
+            lprobs = numpy.random.default_rng(5).normal(-20, 6, len(samples))
+            lprobs[7] = lprobs.max() - 300  # one share below 2^-400
+            tiny = numpy.exp(lprobs - lprobs.max())
+            calls["tiny"] = lambda s=samples, w=tiny: metric.aggregate(s, s, weights=w)
+        best = best_of(calls, max(5, rounds), 1)
+        for name in calls:
+            if name == "plain":
+                continue
+            ratio = best[name] / best["plain"]
+            worst = max(worst, ratio)
+            label = f"source {source}, " + ("a share below 2^-400" if name == "tiny" else f"sd {name}")
+            print(f"{label:<34}{best[name] * 1000:>9.1f}ms{best['plain'] * 1000:>10.1f}ms{ratio:>7.2f}x")
+    print(f"  (the worst weighted call: {worst:.2f}x the unweighted one)")
 
 
 def threads_table(rounds: int, cores: int) -> None:

@@ -108,6 +108,16 @@ for threads in (1, 2, 3):  # a larger corpus, with memory never written filled (
     assert metric.aggregate(long_texts, list(long_texts), threads=threads).tolist() == first.tolist()
     metric.aggregate(long_texts, long_texts[:-1] + ["x"], threads=threads)
     metric.pairwise(long_texts[:50], long_texts[:50], threads=threads)
+# every weighted score flagged (the loosest tolerance) and counted exactly by the kernel, with weights so wide that
+# the flagged rows' accumulators take several groups (aggregate.c's EXACT_LIMBS)
+loosest, chrf_core.kernel.WEIGHTED_TOLERANCE_BITS = chrf_core.kernel.WEIGHTED_TOLERANCE_BITS, 1
+wide = [2**5000 + k * 2**4000 + 1 for k in range(300)]
+for threads in (1, 3):
+    metric = chrf_core.CHRF(word_order=2)
+    scores = metric.aggregate(long_texts[:400], long_texts[:300], threads=threads, weights=wide)
+    assert scores.tolist()[:40] == [float(value) for value in metric.aggregate(
+        long_texts[:40], long_texts[:300], weights=wide, exact=True)]
+chrf_core.kernel.WEIGHTED_TOLERANCE_BITS = loosest
 single = [chr(0x4E00 + k) for k in range(3000)]  # more distinct one-character words than half the code points
 chrf_core.CHRF(word_order=2).aggregate(single[:1500], single[1500:], threads=2)
 native = chrf_core.kernel.NATIVE
@@ -127,6 +137,14 @@ for bad_weights in (numpy.array([[0.5, 0.0]]), numpy.array([[float("nan"), 0.0],
     with contextlib.suppress(ValueError, TypeError):
         native.batch(True, [["a"]], [["a", "b"]], 2, 0, False, 2, 0, 64, 1,
                      [(numpy.empty(1), numpy.empty((1, 2, 3), dtype=numpy.int64), bad_weights)])
+for bad_exact in (numpy.zeros(3, dtype=numpy.uint32), numpy.zeros(0, dtype=numpy.uint32), b"1234567"):
+    with contextlib.suppress(ValueError, TypeError):
+        native.batch(True, [["a"]], [["a", "b"]], 2, 0, False, 2, 0, 1, 1,
+                     [(numpy.empty(1), numpy.empty((1, 2, 3), dtype=numpy.int64),
+                       numpy.array([[0.5, 0.0], [0.5, 0.0]]), bad_exact)])
+with contextlib.suppress(ValueError):
+    native.batch(True, [["a"]], [["a", "b"]], 2, 0, False, 2, 0, 1, 1,
+                 [(numpy.empty(1), numpy.empty((1, 2, 3), dtype=numpy.int64), None, numpy.ones(2, dtype=numpy.uint32))])
 for bad_output in ([numpy.empty(1)], [(numpy.empty(1),)], [(numpy.empty(1), None, None)], [None]):
     with contextlib.suppress(ValueError, TypeError):
         native.batch(True, [["a"]], [["a"]], 2, 0, False, 2, 0, 64, 1, bad_output)

@@ -114,25 +114,73 @@ def test_mistaken_weights_are_named(weights, error, message):
         CHRF().aggregate(["a b", "c"], ["a", "b"], weights=weights)
 
 
-@pytest.mark.parametrize("tiny", [2**500, 2**1100])  # a share of 2^-500 (a normal double) and 2^-1100 (none)
-def test_a_weight_share_far_below_the_others_sends_only_the_hypotheses_it_alone_reaches_to_python(monkeypatch, tiny):
+def native_only(monkeypatch):
+    """The native kernel chosen, a spy on what it flags, and a trap for any recount in Python."""
     if "native" not in kernel_module.KERNELS:
-        pytest.skip("not in this run: the native kernel is not loaded here (its fallback is what is tested)")
+        pytest.skip("not in this run: the native kernel is not loaded here (its exact recount is what is tested)")
     monkeypatch.setattr(kernel_module, "KERNEL", "native")
+    native = kernel_module.KERNELS["native"]
+    flagged = []
+    batch = native._batch
+    monkeypatch.setattr(native, "_batch", lambda *a, **k: flagged.append(found := batch(*a, **k)) or found)
+
+    def recount(*arguments):
+        raise AssertionError("a weighted score was recounted in Python")
+
+    monkeypatch.setattr(kernel_module, "weighted_counts", recount)
+    return flagged
+
+
+@pytest.mark.parametrize("tiny", [2**500, 2**1100])  # a share of 2^-500 (a normal double) and 2^-1100 (none)
+def test_a_weight_share_far_below_the_others_is_counted_exactly_by_the_kernel_not_in_python(monkeypatch, tiny):
+    """Issue 67 item 1: the hypotheses only a tiny share reaches are flagged, and the kernel counts them exactly
+    (the weights as multi-word integers); before, each went to an exact recount in Python."""
+    flagged = native_only(monkeypatch)
     references = ["the cat sat on the mat", "zq xv jk"]  # the second shares no character with the first
     hypotheses = ["the cat sat", "a mat", "zq xv", "the jk", "q"]  # the third and fifth match only the second
     weights = [tiny, 1]  # the second reference's share: 1 / (tiny + 1)
     expected = naive_aggregate(hypotheses, references, weights, **CHRF(word_order=2).as_dict())
-    sent = []
-    exact_counts = kernel_module.weighted_counts
-    monkeypatch.setattr(kernel_module, "weighted_counts",
-                        lambda chosen, *rest: sent.append(list(chosen)) or exact_counts(chosen, *rest))
     scores = CHRF(word_order=2).aggregate(hypotheses, references, weights=weights).tolist()
     assert scores == [float(value) for value in expected]
     assert 0 < expected[2] < 1e-100 and 0 < expected[4] < 1e-100  # the tiny share alone makes them positive
-    # the others scored natively (before: all five in Python); the kernel's threads flag them in either order (a
-    # fresh clone's make test saw ["q", "zq xv"]): the scores are put back by index, so the order is not pinned
-    assert [sorted(chosen) for chosen in sent] == [["q", "zq xv"]]
+    [[(indices, _, _)]] = flagged
+    assert sorted(indices) == [2, 4]  # the others scored in double-double
+
+
+def test_every_hypothesis_flagged_is_counted_exactly_by_the_kernel_over_many_references(monkeypatch):
+    """With the tolerance at its loosest every score is flagged: the kernel's exact counts of all of them, a group
+    at a time, against the Python definition's."""
+    flagged = native_only(monkeypatch)
+    monkeypatch.setattr(kernel_module, "WEIGHTED_TOLERANCE_BITS", 1)
+    references = candidates(60, 11)
+    hypotheses = candidates(25, 12)
+    rng = random.Random(5)
+    weights = [rng.randrange(1, 2**rng.randrange(1, 1200)) for _ in references]
+    chrf = CHRF(word_order=2)
+    scores = chrf.aggregate(hypotheses, references, weights=weights).tolist()
+    assert scores == [float(value) for value in chrf.aggregate(hypotheses, references, weights=weights, exact=True)]
+    [[(indices, _, _)]] = flagged
+    assert sorted(indices) == list(range(len(hypotheses)))
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(SEGMENT_TEXT, min_size=1, max_size=4), st.lists(SEGMENT_TEXT, min_size=1, max_size=5),
+       settings_strategy(), st.data())
+def test_the_kernels_exact_counts_equal_the_python_definitions_at_midpoints_and_shares_down_to_2_to_the_1074(
+        monkeypatch, hypotheses, references, chosen, data):
+    """Issue 67: weights whose shares reach 2^-1074 and below, every score flagged (as one at a rounding midpoint
+    is): the native kernel's exact counts round to the Python definition's scores, bit for bit."""
+    flagged = native_only(monkeypatch)
+    monkeypatch.setattr(kernel_module, "WEIGHTED_TOLERANCE_BITS", data.draw(st.sampled_from([1, 64])))
+    weights = data.draw(st.lists(st.one_of(st.integers(0, 2**64), st.builds(lambda k: 2**k, st.integers(0, 1100)),
+                                           st.floats(min_value=5e-324, max_value=1.0)),
+                                 min_size=len(references), max_size=len(references)))
+    if not any(weights):
+        weights[0] = 1
+    chrf = CHRF(**chosen)
+    scores = chrf.aggregate(hypotheses, references, weights=weights).tolist()
+    assert scores == [float(value) for value in chrf.aggregate(hypotheses, references, weights=weights, exact=True)]
+    flagged.clear()
 
 
 @pytest.mark.parametrize("weight", [1, 3, 0.25, 1e-130])
@@ -172,29 +220,21 @@ def test_a_few_hypotheses_count_only_their_own_ngrams_in_the_references_and_get_
         python_kernel.FEW, python_kernel.GATHERED = few, gathered
 
 
-def test_a_tiny_share_recounts_its_undecided_hypotheses_without_counting_every_ngram_of_the_references(monkeypatch):
-    """Issue 57 item 8: one tiny weight share sent its few undecided hypotheses to Python, which counted every
-    n-gram of every reference (1.29 s beside 0.14 s unweighted at 5000 x 5000; now 0.28 s). ``ngrams`` (what
-    counts a text's every n-gram) is now called for the undecided hypotheses alone (2,408 calls before, 8 now)."""
-    if "native" not in kernel_module.KERNELS:
-        pytest.skip("not in this run: the native kernel is not loaded here (its fallback is what is tested)")
+def test_a_tiny_share_counts_its_undecided_hypotheses_in_the_kernel_and_python_counts_no_ngram(monkeypatch):
+    """Issue 57 item 8 sent a tiny share's undecided hypotheses to Python, which counted their n-grams (and, before
+    it, every reference's); issue 67 item 1 counts them in the kernel: Python counts no n-gram at all."""
+    flagged = native_only(monkeypatch)
     from chrf_core import python_kernel
 
-    monkeypatch.setattr(kernel_module, "KERNEL", "native")
     references = [*candidates(299, 3), "zq xv jk"]  # the last shares no character with the others
     hypotheses = [*candidates(40, 5), "zq xv", "the jk"]
     weights = [1] * 299 + [1e-130]
     counted = []
     whole = python_kernel.ngrams
     monkeypatch.setattr(python_kernel, "ngrams", lambda units, n: counted.append(units) or whole(units, n))
-    sent = []
-    exact_counts = kernel_module.weighted_counts
-    monkeypatch.setattr(kernel_module, "weighted_counts",
-                        lambda chosen, *rest: sent.append(list(chosen)) or exact_counts(chosen, *rest))
     scores = CHRF(word_order=2).aggregate(hypotheses, references, weights=weights).tolist()
-    [undecided] = sent
-    assert 0 < len(undecided) < len(hypotheses)
-    assert len(counted) == len(undecided) * 8  # six character and two word orders of each, nothing more
+    [[(undecided, _, _)]] = flagged
+    assert 0 < len(undecided) < len(hypotheses) and counted == []
     monkeypatch.setattr(python_kernel, "ngrams", whole)
     exact = CHRF(word_order=2).aggregate(hypotheses, references, weights=weights, exact=True)
     assert scores == [float(value) for value in exact]

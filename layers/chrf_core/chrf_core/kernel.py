@@ -234,24 +234,32 @@ class NativeKernel(Kernel):
     def weighted_aggregate(self, hypotheses: Sequence[str], references: Sequence[str], settings: Settings,
                            exact: ExactScore, threads: int, weights: Sequence[int]) -> numpy.ndarray:
         """In double-double arithmetic; a score it cannot round for certain, or whose weighted counts fall below its
-        range (shares far below the largest: aggregate.c), is computed exactly in Python."""
+        range (shares far below the largest: aggregate.c), is counted exactly by the kernel too (the weights as
+        multi-word integers over the n-grams it has already indexed) and rounded exactly here."""
         import numpy
 
+        limbs = max(1, (max(weights).bit_length() + 31) // 32)
+        words = numpy.frombuffer(b"".join(weight.to_bytes(4 * limbs, "little") for weight in weights),
+                                 dtype="<u4").astype(numpy.uint32)
         total = sum(weights)
         pairs = numpy.empty((len(weights), 2))
-        for row, weight in zip(pairs, weights):
-            share = Fraction(weight, total)
-            high = float(share)
-            if share and not high:  # never 0 natively: what it reaches is then below range, computed exactly
+        for row, weight in zip(pairs, weights):  # int / int is correctly rounded, whatever the sizes
+            high = weight / total
+            if weight and not high:  # never 0 natively: what it reaches is then below range, computed exactly
                 row[:] = SMALLEST_DOUBLE, 0.0
             else:
-                row[:] = high, float(share - Fraction(high))
-        scores, _, undecided = self._aggregate(hypotheses, references, settings, threads, pairs,
-                                               WEIGHTED_TOLERANCE_BITS)
-        if undecided:
-            chosen_hypotheses = [hypotheses[index] for index in undecided]
-            for index, orders in zip(undecided, weighted_counts(chosen_hypotheses, references, settings, weights)):
-                scores[index] = float(exact(orders))
+                numerator, denominator = high.as_integer_ratio()  # the share's remainder, rounded: the low part
+                row[:] = high, (weight * denominator - numerator * total) / (total * denominator)
+        outputs = [(*self._aggregate_outputs(len(hypotheses), settings, pairs), words)]
+        ((undecided, counted, width),) = self._batch(True, [(hypotheses, references)], settings, threads, outputs,
+                                                     WEIGHTED_TOLERANCE_BITS)
+        scores = outputs[0][0]
+        size = 4 * width
+        for number, index in enumerate(undecided):
+            at = number * 3 * settings.orders * size
+            values = [int.from_bytes(counted[at + k * size:at + (k + 1) * size], "little")
+                      for k in range(3 * settings.orders)]
+            scores[index] = float(exact([values[3 * o:3 * o + 3] for o in range(settings.orders)]))
         return scores
 
 

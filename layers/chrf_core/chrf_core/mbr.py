@@ -106,6 +106,12 @@ def integer_weights(weights: Any, references: int) -> list[int] | None:
         raise TypeError("weights: expected a sequence of numbers (one per reference), got a single number")
     if len(values) != references:
         raise InvalidInputError("weights", f"must have one weight per reference ({references}), got {len(values)}")
+    if all(type(value) is float and 0.0 <= value < math.inf for value in values):  # NumPy's and mbrs' weights
+        if not any(values):
+            raise InvalidInputError("weights", "must not all be 0")
+        ratios = [value.as_integer_ratio() for value in values]  # each denominator a power of two
+        scale = max(denominator for _, denominator in ratios)  # their least common multiple
+        return [numerator * (scale // denominator) for numerator, denominator in ratios]
     exact = []
     for index, value in enumerate(values):
         if isinstance(value, bool) or not isinstance(value, numbers.Real):

@@ -14,6 +14,12 @@
  * the smallest double up to it, so that it is never 0 here) can make a count smaller: a hypothesis with such a
  * count is flagged, and only those are computed exactly; any other count it adds to is at least 2^-400, next to
  * which its absolute error (below 2^-1074 a term) is far below the bound.
+ *
+ * A flagged hypothesis is then counted exactly here, when the caller gives the weights' exact values too (each an
+ * integer of `limbs` 32-bit words, the weights scaled by one power of two): S_g, W and the references' weighted
+ * n-grams as multi-word integers over the corpus already built, only for the n-grams of the flagged hypotheses
+ * (a pass over the references' n-grams, a group of flagged hypotheses at a time, their accumulators within
+ * EXACT_LIMBS words), and their per-order counts handed back for the caller to round exactly (exact_recount).
  */
 #include "mbr.h"
 
@@ -37,6 +43,140 @@ typedef struct {
     Double2 weight_total;           /* W */
     const Double2 *weighted_ngrams; /* per order: the references' n-grams, weighted */
 } Aggregate;
+
+/* ---- the exact recount: multi-word integers of `width` 32-bit words, least significant first ---- */
+
+#define EXACT_LIMBS ((size_t)1 << 22) /* words of S_g accumulators held at once (16 MB): flagged rows grouped */
+#define NO_SLOT UINT32_MAX
+
+/* acc (width words) += x (xlen words, xlen <= width) * m */
+static void big_add_mul(uint32_t *acc, const uint32_t *x, int xlen, uint32_t m, int width) {
+    uint64_t carry = 0;
+    int k = 0;
+    for (; k < xlen; k++) {
+        carry += (uint64_t)x[k] * m + acc[k];
+        acc[k] = (uint32_t)carry;
+        carry >>= 32;
+    }
+    for (; carry && k < width; k++) {
+        carry += acc[k];
+        acc[k] = (uint32_t)carry;
+        carry >>= 32;
+    }
+}
+
+static int big_less(const uint32_t *a, const uint32_t *b, int width) {
+    for (int k = width - 1; k >= 0; k--)
+        if (a[k] != b[k]) return a[k] < b[k];
+    return 0;
+}
+
+/* The exact per-order counts of the flagged rows rows[0..count) (weights: columns x limbs words): into out, per row
+   and order, (W x its n-grams, the references' weighted n-grams, matches), each `width` words. 0; 1 when the pause
+   said stop; -1 when out of memory. Single-threaded (a few rows), on worker 0's scratch. */
+static int exact_recount(const Aggregate *a, const uint32_t *weights, int limbs, const size_t *rows, size_t count,
+                         uint32_t *out, int width, Pause pause, void *context) {
+    const Corpus *corpus = &a->run->corpus;
+    const int orders = a->orders;
+    const size_t columns = a->references, all = corpus->base[orders];
+    Scratch *s = &a->run->scratch[0];
+    uint32_t *total = calloc((size_t)width, sizeof(uint32_t)), *slot_of = malloc((all + 1) * sizeof(uint32_t));
+    uint32_t *refs = calloc((size_t)orders * (size_t)width, sizeof(uint32_t)), *sums = NULL, *mine = NULL;
+    Posting *kept = NULL;
+    int status = -1;
+    if (total == NULL || slot_of == NULL || refs == NULL) goto done;
+    if ((mine = malloc((size_t)width * sizeof(uint32_t))) == NULL) goto done;
+    memset(slot_of, 0xFF, (all + 1) * sizeof(uint32_t));
+    for (size_t j = 0; j < columns; j++) { /* W, and the references' n-grams weighted */
+        const uint32_t *w = weights + j * (size_t)limbs;
+        big_add_mul(total, w, limbs, 1, width);
+        for (int o = 0; o < orders; o++)
+            big_add_mul(refs + (size_t)o * width, w, limbs, corpus->totals[(corpus->first_column + j) * orders + o],
+                        width);
+    }
+    size_t next_pause = 0, counted = 0;
+    for (size_t first = 0; first < count;) { /* a group of flagged rows: their n-grams' S_g within EXACT_LIMBS */
+        memset(s->seen, 0xFF, (all + 1) * sizeof(uint32_t));
+        size_t slots = 0, end = first, held = 0, capacity = 0;
+        free(kept);
+        kept = NULL;
+        /* the group's entries, kept in order: each row's header (its index, its number of n-grams), its n-grams */
+        while (end < count) {
+            const size_t i = rows[end];
+            const size_t distinct = distinct_ngrams(corpus, i, a->scoring->char_order, orders, (uint32_t)(end - first),
+                                                    s->seen, s->where, s->entries);
+            size_t fresh = 0;
+            for (size_t e = 0; e < distinct; e++) fresh += slot_of[s->entries[e].reference] == NO_SLOT;
+            if (end > first && (slots + fresh) * (size_t)width > EXACT_LIMBS) break;
+            if (held + distinct + 1 > capacity) {
+                capacity = 2 * (held + distinct + 1);
+                Posting *grown = realloc(kept, capacity * sizeof(Posting));
+                if (grown == NULL) goto done;
+                kept = grown;
+            }
+            kept[held].reference = (uint32_t)i; /* a row's header: its index, then its number of entries */
+            kept[held++].count = (uint32_t)distinct;
+            for (size_t e = 0; e < distinct; e++) {
+                const uint32_t row = s->entries[e].reference;
+                if (slot_of[row] == NO_SLOT) slot_of[row] = (uint32_t)slots++;
+                kept[held++] = s->entries[e];
+            }
+            end++;
+        }
+        free(sums);
+        if ((sums = calloc(slots ? slots * (size_t)width : 1, sizeof(uint32_t))) == NULL) goto done;
+        for (int o = 0; o < orders; o++) { /* S_g for the group's n-grams: a pass over the references' n-grams */
+            const int kind = o >= a->scoring->char_order, n = kind ? o - a->scoring->char_order + 1 : o + 1;
+            const uint32_t *ids = corpus->classes[kind] + (size_t)(n - 1) * corpus->stride[kind];
+            for (size_t j = 0; j < columns; j++) {
+                if (pause_now(counted, &next_pause, pause, context)) {
+                    status = 1;
+                    goto done;
+                }
+                const size_t text = corpus->first_column + j;
+                const size_t from = corpus->unit_start[kind][text], to = corpus->unit_start[kind][text + 1];
+                counted += to - from + 1;
+                const uint32_t *w = weights + j * (size_t)limbs;
+                for (size_t u = from; u + (size_t)(n - 1) < to; u++) {
+                    const uint32_t slot = slot_of[corpus->base[o] + ids[u]];
+                    if (slot != NO_SLOT) big_add_mul(sums + (size_t)slot * width, w, limbs, 1, width);
+                }
+            }
+        }
+        for (size_t k = first, at = 0; k < end; k++) { /* each row's counts from them */
+            const size_t i = kept[at].reference, distinct = kept[at].count;
+            uint32_t *mine_out = out + k * 3 * (size_t)orders * width;
+            memset(mine_out, 0, 3 * (size_t)orders * width * sizeof(uint32_t));
+            for (int o = 0; o < orders; o++) {
+                big_add_mul(mine_out + (size_t)(3 * o) * width, total, width, corpus->totals[i * orders + o], width);
+                memcpy(mine_out + (size_t)(3 * o + 1) * width, refs + (size_t)o * width, width * sizeof(uint32_t));
+            }
+            for (size_t e = 1; e <= distinct; e++) {
+                const size_t row = kept[at + e].reference;
+                int o = 0;
+                while (row >= corpus->base[o + 1]) o++;
+                memset(mine, 0, (size_t)width * sizeof(uint32_t));
+                big_add_mul(mine, total, width, kept[at + e].count, width);
+                const uint32_t *theirs = sums + (size_t)slot_of[row] * width;
+                big_add_mul(mine_out + (size_t)(3 * o + 2) * width, big_less(mine, theirs, width) ? mine : theirs, width, 1,
+                            width);
+            }
+            at += distinct + 1;
+        }
+        memset(slot_of, 0xFF, (all + 1) * sizeof(uint32_t)); /* the slots freed for the next group */
+        first = end;
+    }
+    status = 0;
+done:
+    free(total);
+    free(slot_of);
+    free(refs);
+    free(sums);
+    free(mine);
+    free(kept);
+    return status;
+}
+
 
 static inline int below_range(Double2 count) { return count.hi > 0.0 && count.hi < SMALLEST_WEIGHTED; }
 
@@ -117,8 +257,8 @@ static int score_hypotheses(void *shared, int worker, size_t from, size_t to) {
     return 0;
 }
 
-int aggregate_scores(const Texts *texts, const Scoring *scoring, const Double2 *weights, int threads, double *scores,
-                     int64_t *counts, Flagged *flagged, Pause pause, void *context) {
+int aggregate_scores(const Texts *texts, const Scoring *scoring, const Double2 *weights, ExactCounts *exact,
+                     int threads, double *scores, int64_t *counts, Flagged *flagged, Pause pause, void *context) {
     const int orders = scoring->char_order + scoring->word_order;
     const size_t rows = texts->rows, columns = texts->columns;
     Run run;
@@ -159,8 +299,27 @@ int aggregate_scores(const Texts *texts, const Scoring *scoring, const Double2 *
     Aggregate shared = {scoring, orders, columns, corpus->column_counts, ref_ngrams, scores, counts, &run,
                         weighted_sums, weight_total, weighted_ngrams};
     size_t chunk = NGRAMS_PER_PAUSE / (corpus->longest + 1) + 1, balanced = rows / (16 * (size_t)run.threads) + 1;
-    status = parallel_rows(rows, chunk < balanced ? chunk : balanced, run.threads, weights != NULL ? score_weighted_hypotheses : score_hypotheses, &shared, pause,
-                           context);
+    status = parallel_rows(rows, chunk < balanced ? chunk : balanced, run.threads,
+                           weights != NULL ? score_weighted_hypotheses : score_hypotheses, &shared, pause, context);
+    if (status == 0 && weights != NULL && exact != NULL && exact->weights != NULL) {
+        size_t found = 0, at = 0; /* the flagged rows in the order run_end hands them over */
+        for (int w = 0; w < run.threads; w++) found += run.found[w].count;
+        exact->count = found;
+        if (found) {
+            size_t *chosen = malloc(found * sizeof(size_t));
+            exact->counts = malloc(found * 3 * (size_t)orders * (size_t)exact->width * sizeof(uint32_t));
+            if (chosen == NULL || exact->counts == NULL) {
+                free(chosen);
+                status = -1;
+                goto done;
+            }
+            for (int w = 0; w < run.threads; w++)
+                for (size_t k = 0; k < run.found[w].count; k++) chosen[at++] = run.found[w].indices[k];
+            status = exact_recount(&shared, exact->weights, exact->limbs, chosen, found, exact->counts, exact->width,
+                                   pause, context);
+            free(chosen);
+        }
+    }
 done:
     free(weighted_sums);
     return run_end(&run, flagged, status);

@@ -30,6 +30,18 @@ typedef struct {
     size_t count, capacity;
 } Flagged;
 
+/* With weights, their exact values (each an integer of `limbs` 32-bit words, least significant first, one per
+   reference: the weights scaled by one power of two), for the flagged hypotheses' exact counts: aggregate_scores
+   fills `counts` (malloc'd, the caller's to free) with `count` rows, one per flagged index in Flagged's order, each
+   3 x orders integers of `width` words (limbs + 4): W x the hypothesis' n-grams, the references' weighted n-grams,
+   matches. */
+typedef struct {
+    const uint32_t *weights;
+    int limbs, width;
+    uint32_t *counts;
+    size_t count;
+} ExactCounts;
+
 /* A Pause (kernel.h) is asked on the calling thread: while the texts' n-grams are counted and indexed, about every
    2^20 units, then about every 2^18 pairs scored. */
 
@@ -42,9 +54,10 @@ int pairwise_scores(const Texts *texts, const Scoring *scoring, int threads, dou
    over n-grams g of min(R h_g, S_g), the hypothesis' n-grams R h and the references' all of theirs. Fills scores[i]
    (rounded to the nearest double) and counts[i * 3 * orders + 3 * o + {0, 1, 2}] (R h, references' n-grams,
    matches). With `weights` (one per reference, else NULL) the counts are weighted instead (aggregate.c) and only
-   the scores are filled. Returns as pairwise_scores does. */
-int aggregate_scores(const Texts *texts, const Scoring *scoring, const Double2 *weights, int threads, double *scores,
-                     int64_t *counts, Flagged *flagged, Pause pause, void *context);
+   the scores are filled; with `exact` too (else NULL), the flagged hypotheses' exact counts. Returns as
+   pairwise_scores does. */
+int aggregate_scores(const Texts *texts, const Scoring *scoring, const Double2 *weights, ExactCounts *exact,
+                     int threads, double *scores, int64_t *counts, Flagged *flagged, Pause pause, void *context);
 
 /* ---- shared by both (corpus_ids.c, corpus.c, scores.c) ---- */
 

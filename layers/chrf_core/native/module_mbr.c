@@ -71,6 +71,7 @@ typedef struct {
     double *scores;
     int64_t *counts_out;
     const Double2 *weights; /* aggregate: one per reference, or NULL */
+    ExactCounts exact;      /* aggregate with weights: their exact values (or weights NULL), the exact counts */
 } MbrCall;
 
 /* The kernel's own bounds, not the contract's ranges (CHRF checks those): orders its buffers hold, a beta whose
@@ -121,6 +122,21 @@ static PyObject *flagged_list(const Flagged *flagged) {
     return result;
 }
 
+/* A set's flagged indices with their exact counts (the list, bytes of 3 x orders integers of `width` words each per
+   index, width); the list taken over. NULL with an exception set. */
+static PyObject *with_exact_counts(PyObject *flagged, MbrCall *call) {
+    const size_t orders = (size_t)(call->scoring.char_order + call->scoring.word_order);
+    const size_t size = call->exact.count * 3 * orders * (size_t)call->exact.width * sizeof(uint32_t);
+    PyObject *counts = PyBytes_FromStringAndSize(call->exact.count ? (const char *)call->exact.counts : "",
+                                                 (Py_ssize_t)size);
+    free(call->exact.counts);
+    call->exact.counts = NULL;
+    PyObject *result = counts == NULL ? NULL : Py_BuildValue("(OOi)", flagged, counts, call->exact.width);
+    Py_DECREF(flagged);
+    Py_XDECREF(counts);
+    return result;
+}
+
 /* One call's texts, its code points copied out (load_texts) and what it flagged; freed by drop_call. */
 typedef struct {
     uint32_t *points;
@@ -159,10 +175,11 @@ typedef struct {
 static int run_set(void *shared, size_t job, int worker, Pause pause, void *context) {
     (void)worker;
     const Block *block = shared;
-    const MbrCall *call = &block->calls[job];
+    MbrCall *call = &block->calls[job];
     Loaded *loaded = &block->loaded[job];
     if (block->aggregating)
-        return aggregate_scores(&loaded->texts, &call->scoring, call->weights, call->threads, call->scores,
+        return aggregate_scores(&loaded->texts, &call->scoring, call->weights,
+                                call->exact.weights != NULL ? &call->exact : NULL, call->threads, call->scores,
                                 call->counts_out, &loaded->flagged, pause, context);
     return pairwise_scores(&loaded->texts, &call->scoring, call->threads, call->scores, &loaded->flagged, pause,
                            context);
@@ -182,15 +199,19 @@ static int score_block(MbrCall *calls, Loaded *loaded, size_t begin, size_t end,
     return status;
 }
 
-/* A set's output(s) held in view[0..2]: pairwise, `out` a matrix of doubles; aggregating, `out` a (scores, counts,
-   weights) triple: a double per hypothesis, orders x 3 int64s per hypothesis, None or a (hi, lo) pair of doubles
-   per reference, each from 0 to 1. -1 with an exception set, nothing held. */
-static int set_output(MbrCall *call, PyObject *out, int aggregating, Py_buffer view[3]) {
+#define EXACT_WORDS (1 << 16) /* 32-bit words of an exact weight at most (2^21 bits) */
+
+/* A set's output(s) held in view[0..3]: pairwise, `out` a matrix of doubles; aggregating, `out` a (scores, counts,
+   weights[, exact weights]) tuple: a double per hypothesis, orders x 3 int64s per hypothesis, None or a (hi, lo)
+   pair of doubles per reference, each from 0 to 1, and with weights, optionally, their exact values: the same
+   number of 32-bit words (least significant first) per reference. -1 with an exception set, nothing held. */
+static int set_output(MbrCall *call, PyObject *out, int aggregating, Py_buffer view[4]) {
     const size_t rows = (size_t)call->counts[0], columns = (size_t)call->counts[1];
     const size_t orders = (size_t)(call->scoring.char_order + call->scoring.word_order);
-    PyObject *item[3] = {NULL, NULL, NULL}; /* aggregating: the triple's items, held while checked */
+    PyObject *item[4] = {NULL, NULL, NULL, NULL}; /* aggregating: the tuple's items, held while checked */
     int status = -1, held = 0;
     call->weights = NULL;
+    call->exact = (ExactCounts){NULL, 0, 0, NULL, 0};
     if (!aggregating) {
         if (columns && rows > ((size_t)PY_SSIZE_T_MAX / sizeof(double)) / columns) {
             PyErr_SetString(PyExc_ValueError, "too many texts");
@@ -204,11 +225,13 @@ static int set_output(MbrCall *call, PyObject *out, int aggregating, Py_buffer v
         PyErr_SetString(PyExc_ValueError, "at least one reference");
         return -1;
     }
-    if (PySequence_Size(out) != 3) {
-        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "an aggregate output: (scores, counts, weights)");
+    const Py_ssize_t given = PySequence_Size(out);
+    if (given != 3 && given != 4) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "an aggregate output: (scores, counts, weights[, exact weights])");
         return -1;
     }
-    for (int k = 0; k < 3; k++)
+    for (int k = 0; k < given; k++)
         if ((item[k] = PySequence_GetItem(out, k)) == NULL) goto done;
     if (output(item[0], &view[0], rows * sizeof(double), "scores") < 0) goto done;
     held = 1;
@@ -228,13 +251,29 @@ static int set_output(MbrCall *call, PyObject *out, int aggregating, Py_buffer v
                 goto done;
             }
         }
+        if (item[3] != NULL && item[3] != Py_None) {
+            if (PyObject_GetBuffer(item[3], &view[3], PyBUF_SIMPLE) < 0) goto done;
+            held = 4;
+            const size_t words = (size_t)view[3].len / sizeof(uint32_t);
+            if ((size_t)view[3].len % (columns * sizeof(uint32_t)) != 0 || words == 0 ||
+                words / columns > EXACT_WORDS) {
+                PyErr_SetString(PyExc_ValueError, "exact weights: the same number of 32-bit words per reference");
+                goto done;
+            }
+            call->exact.weights = (const uint32_t *)view[3].buf;
+            call->exact.limbs = (int)(words / columns);
+            call->exact.width = call->exact.limbs + 4;
+        }
+    } else if (item[3] != NULL && item[3] != Py_None) {
+        PyErr_SetString(PyExc_ValueError, "exact weights without weights");
+        goto done;
     }
     call->scores = (double *)view[0].buf;
     call->counts_out = (int64_t *)view[1].buf;
     status = 0;
 done:
     for (int k = 0; status < 0 && k < held; k++) PyBuffer_Release(&view[k]);
-    for (int k = 0; k < 3; k++) Py_XDECREF(item[k]);
+    for (int k = 0; k < 4; k++) Py_XDECREF(item[k]);
     return status;
 }
 
@@ -259,7 +298,7 @@ PyObject *batch(PyObject *module, PyObject *args) {
     const size_t count = (size_t)sets;
     MbrCall *calls = calloc(count + 1, sizeof(MbrCall));
     Loaded *loaded = calloc(count + 1, sizeof(Loaded));
-    Py_buffer *views = calloc(3 * count + 1, sizeof(Py_buffer));
+    Py_buffer *views = calloc(4 * count + 1, sizeof(Py_buffer));
     PyObject **held = calloc(2 * count + 1, sizeof(PyObject *)); /* each set's texts */
     size_t ready = 0;                                              /* sets whose outputs are held */
     if (calls == NULL || loaded == NULL || views == NULL || held == NULL) {
@@ -272,10 +311,10 @@ PyObject *batch(PyObject *module, PyObject *args) {
         if ((own[0] = PySequence_GetItem(hypothesis_sets, (Py_ssize_t)ready)) == NULL ||
             (own[1] = PySequence_GetItem(reference_sets, (Py_ssize_t)ready)) == NULL)
             goto done;
-        *call = (MbrCall){{own[0], own[1]}, {0, 0}, scoring, threads, NULL, NULL, NULL};
+        *call = (MbrCall){{own[0], own[1]}, {0, 0}, scoring, threads, NULL, NULL, NULL, {NULL, 0, 0, NULL, 0}};
         if (set_sizes(call) < 0 || (out = PySequence_GetItem(outs, (Py_ssize_t)ready)) == NULL)
             goto done;
-        const int failed = set_output(call, out, aggregating, views + 3 * ready);
+        const int failed = set_output(call, out, aggregating, views + 4 * ready);
         Py_DECREF(out);
         if (failed < 0) goto done;
     }
@@ -290,6 +329,8 @@ PyObject *batch(PyObject *module, PyObject *args) {
         for (size_t k = begin; k < end; k++) {
             PyObject *flagged = flagged_list(&loaded[k].flagged);
             if (flagged == NULL) goto failed;
+            if (calls[k].exact.weights != NULL) flagged = with_exact_counts(flagged, &calls[k]);
+            if (flagged == NULL) goto failed;
             PyList_SetItem(result, (Py_ssize_t)k, flagged);
             drop_call(&loaded[k]);
         }
@@ -299,8 +340,9 @@ failed:
     Py_CLEAR(result);
 done:
     for (size_t k = 0; loaded != NULL && k < count; k++) drop_call(&loaded[k]);
-    for (size_t k = 0; views != NULL && k < 3 * ready; k++)
+    for (size_t k = 0; views != NULL && k < 4 * ready; k++)
         if (views[k].obj != NULL) PyBuffer_Release(&views[k]);
+    for (size_t k = 0; calls != NULL && k < count; k++) free(calls[k].exact.counts);
     for (size_t k = 0; held != NULL && k < 2 * count; k++) Py_XDECREF(held[k]);
     free(calls);
     free(loaded);
@@ -318,7 +360,9 @@ const char batch_doc[] =
     "hypothesis against the references' summed n-gram counts: scores, len(hypotheses) native doubles; counts,\n"
     "len(hypotheses) x orders x 3 native int64s (R x hypothesis n-grams, the references' n-grams, matches);\n"
     "weights None, or one weight per reference as a double-double (hi, lo) pair of native doubles from 0 to 1,\n"
-    "then the counts are weighted and only the scores filled. Each score is rounded to the nearest double;\n"
+    "then the counts are weighted and only the scores filled; with weights, an optional fourth item: their exact\n"
+    "values, the same number of native 32-bit words per reference (least significant first), when the set's\n"
+    "result is (indices, counts, width): the flagged indices' exact counts, 3 x orders integers of width words. Each score is rounded to the nearest double;\n"
     "returns each set's list of the (flat) indices whose rounding could not be decided within 2^-tolerance_bits\n"
     "of the value, to be computed exactly. Texts come as counted (lowercased if the settings ask). The sets\n"
     "spread over `threads` threads of the kernel's pool without the GIL, a block of sets at a time; Ctrl-C stops\n"
