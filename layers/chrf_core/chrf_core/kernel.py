@@ -242,14 +242,13 @@ class NativeKernel(Kernel):
         words = numpy.frombuffer(b"".join(weight.to_bytes(4 * limbs, "little") for weight in weights),
                                  dtype="<u4").astype(numpy.uint32)
         total = sum(weights)
-        pairs = numpy.empty((len(weights), 2))
-        for row, weight in zip(pairs, weights):  # int / int is correctly rounded, whatever the sizes
-            high = weight / total
+        highs = [weight / total for weight in weights]  # int / int is correctly rounded, whatever the sizes
+        lows = [(weight * denominator - numerator * total) / (total * denominator)  # the remainder, rounded
+                for weight, (numerator, denominator) in zip(weights, map(float.as_integer_ratio, highs))]
+        pairs = numpy.array([highs, lows]).T.copy()
+        for index, (weight, high) in enumerate(zip(weights, highs)):
             if weight and not high:  # never 0 natively: what it reaches is then below range, computed exactly
-                row[:] = SMALLEST_DOUBLE, 0.0
-            else:
-                numerator, denominator = high.as_integer_ratio()  # the share's remainder, rounded: the low part
-                row[:] = high, (weight * denominator - numerator * total) / (total * denominator)
+                pairs[index] = SMALLEST_DOUBLE, 0.0
         outputs = [(*self._aggregate_outputs(len(hypotheses), settings, pairs), words)]
         ((undecided, counted, width),) = self._batch(True, [(hypotheses, references)], settings, threads, outputs,
                                                      WEIGHTED_TOLERANCE_BITS)

@@ -6,8 +6,10 @@
  *
  * With weights w_j for the references, S_g = sum over j of w_j times g's count in reference j, the hypothesis'
  * n-grams count W = sum of w_j times, the references' n-grams count w_j times each: the same formula with the
- * uniform 1 replaced by the weights. Weighted counts are double-double values, each a sum of positive terms with a
- * relative error far below 2^-70; a score within the caller's tolerance of a rounding midpoint is flagged.
+ * uniform 1 replaced by the weights. Every count is then divided by W (a score's ratios do not change): the weights
+ * are taken as their shares w_j / W (each within 2^-104 of the exact share), so that W is 1 exactly and a
+ * hypothesis' counts are its own integers. Weighted counts are double-double values, each a sum of positive terms
+ * with a relative error far below 2^-70; a score within the caller's tolerance of a rounding midpoint is flagged.
  *
  * That bound holds while every nonzero weighted count is at least 2^-400 (then every product and quotient the score
  * forms stays a normal double-double). A share of the weights below 2^-400 (the caller rounds a nonzero one below
@@ -39,9 +41,8 @@ typedef struct {
     double *scores;
     int64_t *counts;
     Run *run;
-    const Double2 *weighted_sums;   /* with weights (else NULL), per row: S, the weighted count */
-    Double2 weight_total;           /* W */
-    const Double2 *weighted_ngrams; /* per order: the references' n-grams, weighted */
+    const Double2 *weighted_sums;   /* with weights (else NULL), per row: S / W, the weighted count of a share */
+    const Double2 *weighted_ngrams; /* per order: the references' n-grams, weighted by the shares */
 } Aggregate;
 
 /* ---- the exact recount: multi-word integers of `width` 32-bit words, least significant first ---- */
@@ -192,11 +193,11 @@ static Double2 weighted_score(const Aggregate *a, const Scratch *s, size_t i, si
         const size_t row = s->entries[e].reference;
         int o = 0;
         while (row >= corpus->base[o + 1]) o++;
-        const Double2 mine = d2_mul(a->weight_total, d2_of(s->entries[e].count)), theirs = a->weighted_sums[row];
+        const Double2 mine = d2_of(s->entries[e].count), theirs = a->weighted_sums[row];
         matches[o] = d2_add(matches[o], d2_less(mine, theirs) ? mine : theirs);
     }
     for (int o = 0; o < orders; o++) {
-        hyp[o] = d2_mul(a->weight_total, d2_of(corpus->totals[i * (size_t)orders + o]));
+        hyp[o] = d2_of(corpus->totals[i * (size_t)orders + o]);
         ref[o] = a->weighted_ngrams[o];
         *outside |= below_range(matches[o]) || below_range(ref[o]);
     }
@@ -257,13 +258,44 @@ static int score_hypotheses(void *shared, int worker, size_t from, size_t to) {
     return 0;
 }
 
+/* The references' weighted counts of one order (a JobTask: the orders' rows are apart, each order on one thread). */
+typedef struct {
+    const Corpus *corpus;
+    const Scoring *scoring;
+    const Double2 *shares;
+    size_t columns;
+    Double2 *weighted_sums, *weighted_ngrams;
+} Weighing;
+
+static int weigh_order(void *shared, size_t job, int worker, Pause pause, void *context) {
+    (void)worker;
+    const Weighing *w = shared;
+    const Corpus *corpus = w->corpus;
+    const int o = (int)job, orders = w->scoring->char_order + w->scoring->word_order;
+    const int kind = o >= w->scoring->char_order, n = kind ? o - w->scoring->char_order + 1 : o + 1;
+    const uint32_t *ids = corpus->classes[kind] + (size_t)(n - 1) * corpus->stride[kind];
+    Double2 *sums = w->weighted_sums + corpus->base[o], ngrams = d2_of(0.0);
+    size_t counted = 0, next_pause = 0;
+    for (size_t j = 0; j < w->columns; j++) {
+        if (pause_now(counted, &next_pause, pause, context)) return 1;
+        const size_t text = corpus->first_column + j;
+        const size_t from = corpus->unit_start[kind][text], to = corpus->unit_start[kind][text + 1];
+        counted += to - from + 1;
+        const Double2 weight = w->shares[j];
+        for (size_t i = from; i + (size_t)(n - 1) < to; i++) sums[ids[i]] = d2_add(sums[ids[i]], weight);
+        ngrams = d2_add(ngrams, d2_mul(weight, d2_of(corpus->totals[text * orders + o])));
+    }
+    w->weighted_ngrams[o] = ngrams;
+    return 0;
+}
+
 int aggregate_scores(const Texts *texts, const Scoring *scoring, const Double2 *weights, ExactCounts *exact,
                      int threads, double *scores, int64_t *counts, Flagged *flagged, Pause pause, void *context) {
     const int orders = scoring->char_order + scoring->word_order;
     const size_t rows = texts->rows, columns = texts->columns;
     Run run;
     uint64_t ref_ngrams[MAX_ORDERS] = {0};
-    Double2 *weighted_sums = NULL, weighted_ngrams[MAX_ORDERS], weight_total = d2_of(0.0);
+    Double2 *weighted_sums = NULL, *shares = NULL, weighted_ngrams[MAX_ORDERS], weight_total = d2_of(0.0);
     for (int o = 0; o < orders; o++) weighted_ngrams[o] = d2_of(0.0);
     int status = run_begin(&run, texts, scoring, threads, weights == NULL, 0, pause, context);
     if (status != 0) goto done;
@@ -273,31 +305,18 @@ int aggregate_scores(const Texts *texts, const Scoring *scoring, const Double2 *
         for (int o = 0; o < orders; o++) ref_ngrams[o] += corpus->totals[(corpus->first_column + j) * orders + o];
     if (weights != NULL) { /* the references' weighted counts, summed per row */
         weighted_sums = malloc((corpus->base[orders] + 1) * sizeof(Double2));
-        if (weighted_sums == NULL) goto done;
+        shares = malloc(columns * sizeof(Double2));
+        if (weighted_sums == NULL || shares == NULL) goto done;
         for (size_t row = 0; row <= corpus->base[orders]; row++) weighted_sums[row] = d2_of(0.0);
         for (size_t j = 0; j < columns; j++) weight_total = d2_add(weight_total, weights[j]);
-        size_t counted = 0, next_pause = 0;
-        for (int o = 0; o < orders; o++) {
-            const int kind = o >= scoring->char_order, n = kind ? o - scoring->char_order + 1 : o + 1;
-            const uint32_t *ids = corpus->classes[kind] + (size_t)(n - 1) * corpus->stride[kind];
-            for (size_t j = 0; j < columns; j++) {
-                if (pause_now(counted, &next_pause, pause, context)) {
-                    status = 1;
-                    goto done;
-                }
-                const size_t text = corpus->first_column + j;
-                const size_t from = corpus->unit_start[kind][text], to = corpus->unit_start[kind][text + 1];
-                counted += to - from + 1;
-                const Double2 weight = weights[j];
-                for (size_t i = from; i + (size_t)(n - 1) < to; i++)
-                    weighted_sums[corpus->base[o] + ids[i]] = d2_add(weighted_sums[corpus->base[o] + ids[i]], weight);
-                const Double2 ngrams = d2_of(corpus->totals[text * orders + o]);
-                weighted_ngrams[o] = d2_add(weighted_ngrams[o], d2_mul(weight, ngrams));
-            }
-        }
+        for (size_t j = 0; j < columns; j++) shares[j] = d2_div(weights[j], weight_total);
+        Weighing weighing = {corpus, scoring, shares, columns, weighted_sums, weighted_ngrams};
+        status = parallel_jobs((size_t)orders, run.threads, weigh_order, &weighing, pause, context);
+        if (status != 0) goto done;
+        status = -1;
     }
     Aggregate shared = {scoring, orders, columns, corpus->column_counts, ref_ngrams, scores, counts, &run,
-                        weighted_sums, weight_total, weighted_ngrams};
+                        weighted_sums, weighted_ngrams};
     size_t chunk = NGRAMS_PER_PAUSE / (corpus->longest + 1) + 1, balanced = rows / (16 * (size_t)run.threads) + 1;
     status = parallel_rows(rows, chunk < balanced ? chunk : balanced, run.threads,
                            weights != NULL ? score_weighted_hypotheses : score_hypotheses, &shared, pause, context);
@@ -322,5 +341,6 @@ int aggregate_scores(const Texts *texts, const Scoring *scoring, const Double2 *
     }
 done:
     free(weighted_sums);
+    free(shares);
     return run_end(&run, flagged, status);
 }
