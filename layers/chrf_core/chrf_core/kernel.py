@@ -250,8 +250,12 @@ class NativeKernel(Kernel):
             if weight and not high:  # never 0 natively: what it reaches is then below range, computed exactly
                 pairs[index] = SMALLEST_DOUBLE, 0.0
         outputs = [(*self._aggregate_outputs(len(hypotheses), settings, pairs), words)]
-        ((undecided, counted, width),) = self._batch(True, [(hypotheses, references)], settings, threads, outputs,
-                                                     WEIGHTED_TOLERANCE_BITS)
+        found: list[Any] = self._batch(True, [(hypotheses, references)], settings, threads, outputs,
+                                       WEIGHTED_TOLERANCE_BITS)  # with exact weights: (indices, counts, width)
+        undecided: list[int]
+        counted: bytes
+        width: int
+        ((undecided, counted, width),) = found
         scores = outputs[0][0]
         size = 4 * width
         for number, index in enumerate(undecided):
