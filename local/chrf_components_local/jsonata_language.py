@@ -6,7 +6,9 @@ A field's value is JSON in which every string ``{% expression %}`` is an express
 definition: a syntax error is refused then, naming the field). An expression sees ``$states`` (``input``,
 ``result`` where there is one, ``errorOutput`` in a Catch, ``context``) and the workflow's variables, plus the
 functions Step Functions adds to JSONata's own: ``$partition``, ``$range``, ``$hash``, ``$random``, ``$uuid`` and
-``$parse``. What fails when it runs, or yields nothing where a value is needed, is ``States.QueryEvaluationError``.
+``$parse``. What fails when it runs, yields nothing where a value is needed, or runs past EVALUATION_LIMIT_MS (a
+runaway recursion: jsonata-python runs tail calls as a loop, which would never end) is
+``States.QueryEvaluationError``.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any
 from . import intrinsics
 
 QUERY_FAILURE = "States.QueryEvaluationError"
+EVALUATION_LIMIT_MS = 10000  # an expression evaluated longer (a runaway loop: jsonata-python's tail calls never end)
 
 
 def is_expression(value: Any) -> bool:
@@ -75,9 +78,13 @@ class Expression:
 
         from .asl import StatesError
 
+        frame = jsonata.Jsonata.Frame(None)  # its bounds: time from now, depth Python's own (a RecursionError)
+        frame.set_runtime_bounds(EVALUATION_LIMIT_MS, None)
+        for name, bound in bindings.items():
+            frame.bind(name, bound)
         try:
             with self.lock:
-                value = self.compiled.evaluate(None, bindings)
+                value = self.compiled.evaluate(None, frame)
         except intrinsics.Failure as error:
             raise StatesError(QUERY_FAILURE, f"The JSONata expression '{self.text[:200]}' specified for the field "
                                              f"'{self.field}' failed: {error}") from None

@@ -182,6 +182,21 @@ def test_a_jsonata_expression_that_fails_or_yields_nothing_is_states_query_evalu
         assert (execution.status, execution.error) == ("FAILED", "States.QueryEvaluationError"), execution
 
 
+def test_a_runaway_jsonata_expression_ends_with_states_query_evaluation_error_not_a_hang(monkeypatch):
+    """jsonata-python runs a tail call as a loop: a function calling itself for ever never ended (found by hand on
+    this change); each evaluation is now bounded in time (shortened here)."""
+    from chrf_components_local import jsonata_language
+
+    monkeypatch.setattr(jsonata_language, "EVALUATION_LIMIT_MS", 200)
+    began = time.monotonic()
+    execution = runner(one_pass({"v": "{% ($f := function($n){$f($n + 1)}; $f(0)) %}"}, "JSONata")).execute({})
+    assert (execution.status, execution.error) == ("FAILED", "States.QueryEvaluationError"), execution
+    assert "timeout" in execution.cause and time.monotonic() - began < 60
+    deep = runner(one_pass({"v": "{% ($f := function($n){$n > 0 ? 1 + $f($n - 1) : 0}; $f(100000)) %}"},
+                           "JSONata")).execute({})
+    assert (deep.status, deep.error) == ("FAILED", "States.QueryEvaluationError"), deep
+
+
 @pytest.mark.parametrize(("definition", "message"), [
     (one_pass({"v": "{% 1 + %}"}, "JSONata"), "the JSONata expression in Output.v"),
     ({"QueryLanguage": "JSONata", "StartAt": "P", "States": {"P": {"Type": "Pass", "InputPath": "$", "End": True}}},
