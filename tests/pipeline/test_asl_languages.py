@@ -287,3 +287,30 @@ def test_a_branch_reads_the_outer_variables_and_what_it_assigns_stays_in_it():
         "Both": {"Type": "Parallel", "Branches": [inner], "Next": "After"},
         "After": {"Type": "Pass", "Parameters": {"outer.$": "$outer", "branch.$": "$[0]"}, "End": True}}}
     assert output(definition) == {"outer": "kept", "branch": {"outer": "kept"}}
+
+
+def test_parallels_nested_in_parallels_hold_a_bounded_number_of_threads_and_still_give_every_output(monkeypatch):
+    """Each Parallel ran its branches on a pool of its own: Parallels of 16 branches nested three deep would have
+    held 16^3 threads. An execution's Parallels now share execution.BRANCH_THREADS (shortened here); past them a
+    Parallel runs its branches one after another."""
+    from chrf_components_local import execution as execution_module
+
+    monkeypatch.setattr(execution_module, "BRANCH_THREADS", 6)
+    leaf = {"StartAt": "L", "States": {"L": {"Type": "Pass", "Parameters": {"n.$": "$$.State.Name"}, "End": True}}}
+
+    def nested(depth):
+        inner = leaf if depth == 0 else nested(depth - 1)
+        return {"StartAt": "P", "States": {"P": {"Type": "Parallel", "Branches": [inner] * 4, "End": True}}}
+
+    peak = []
+    run = states.StateMachine.run
+
+    def counting(self, machine, data, context):
+        peak.append(threading.active_count())
+        return run(self, machine, data, context)
+
+    monkeypatch.setattr(states.StateMachine, "run", counting)
+    before = threading.active_count()
+    result = output(nested(3))
+    assert json.dumps(result, separators=(",", ":")).count('"n":"L"') == 4**4
+    assert before < max(peak) <= before + 6  # branches did run in threads, never more than the execution's share
