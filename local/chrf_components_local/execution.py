@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from .asl import DATA_LIMIT, Path, Retrier, StatesError
-from .history import History
+from .history import Allowance, History
 
 BRANCH_THREADS = 64  # threads all of an execution's Parallels run their branches on, at most
 HISTORY_LIMIT = 25000  # events in a Standard execution's history: past it, the execution fails
@@ -22,24 +22,6 @@ EXPRESS_DURATION = 300  # seconds an Express execution may run: past it, it time
 
 class Stopped(Exception):
     """The execution was stopped (StopExecution, or the server stopping): it ends ABORTED where it is."""
-
-
-class Slots:
-    """A count of threads that can be taken and given back (thread-safe): an execution's branch threads."""
-
-    def __init__(self, total: int) -> None:
-        self.left, self.lock = total, threading.Lock()
-
-    def take(self, wanted: int) -> int:
-        """Up to ``wanted`` of them (0 when none is left)."""
-        with self.lock:
-            taken = min(wanted, self.left)
-            self.left -= taken
-            return taken
-
-    def give(self, count: int) -> None:
-        with self.lock:
-            self.left += count
 
 
 class Control:
@@ -155,7 +137,7 @@ class Context:
         self.previous = 0  # the id of the last event of this thread of the execution (previousEventId)
         self.variables: dict[str, Any] = variables if variables is not None else {}
         self.inspection: dict[str, Any] | None = None  # TestState at DEBUG and TRACE: the data at each step
-        self.branch_threads = Slots(BRANCH_THREADS)  # shared with its Parallels' branches
+        self.branch_threads = Allowance(BRANCH_THREADS)  # shared with its Parallels' branches
 
     @property
     def events(self) -> int:

@@ -21,22 +21,30 @@ DATA_KEYS = {"input": "inputDetails", "output": "outputDetails", "parameters": N
              "assignedVariables": "assignedVariablesDetails"}
 
 
-class Budget:
-    """Characters of event data the histories may still keep (thread-safe)."""
+class Allowance:
+    """An amount that can be taken and given back (thread-safe): the histories' event data (Budget), an
+    execution's branch threads (execution.py)."""
 
-    def __init__(self, total: int = HISTORY_DATA_BYTES) -> None:
+    def __init__(self, total: int) -> None:
         self.left, self.lock = total, threading.Lock()
 
-    def take(self, size: int) -> bool:
+    def take(self, wanted: int, partial: bool = False) -> int:
+        """``wanted`` of it, or 0 if that much is not left; with ``partial``, as much of it as is left."""
         with self.lock:
-            if size > self.left:
-                return False
-            self.left -= size
-            return True
+            taken = min(wanted, self.left) if partial else wanted if wanted <= self.left else 0
+            self.left -= taken
+            return taken
 
-    def give_back(self, size: int) -> None:
+    def give(self, amount: int) -> None:
         with self.lock:
-            self.left += size
+            self.left += amount
+
+
+class Budget(Allowance):
+    """Characters of event data the histories may still keep."""
+
+    def __init__(self, total: int = HISTORY_DATA_BYTES) -> None:
+        super().__init__(total)
 
 
 class History:
@@ -68,7 +76,7 @@ class History:
             if value is None:
                 continue
             size = len(value) if isinstance(value, str) else sum(len(k) + len(v) for k, v in value.items())
-            included = self.budget.take(size)
+            included = size == 0 or self.budget.take(size) == size
             if included:
                 self.kept += size
             else:
@@ -79,7 +87,7 @@ class History:
 
     def release(self) -> None:
         """The execution is forgotten: its data goes back to the budget."""
-        self.budget.give_back(self.kept)
+        self.budget.give(self.kept)
         self.kept = 0
 
     def page(self, reverse: bool, include_data: bool) -> list[dict[str, Any]]:

@@ -23,7 +23,7 @@ def run_parallel(runner: StateMachine, state: Parallel, branch_input: Any, conte
     context.event("ParallelStateStarted")
     controls = [Control(context.control) for _ in state.branches]
     contexts = [context.branch(control) for control in controls]
-    threads = context.branch_threads.take(min(len(state.branches), BRANCH_THREADS))
+    threads = context.branch_threads.take(min(len(state.branches), BRANCH_THREADS), partial=True)
     failure: BaseException | None = None
     outputs: list[Any] = []
     try:

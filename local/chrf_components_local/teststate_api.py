@@ -65,7 +65,7 @@ def test_state(api: StepFunctionsApi, request: dict[str, Any]) -> dict[str, Any]
                                               f"enum value set: [{', '.join(LEVELS)}]")
     if "roleArn" in request:
         api._role(request)
-    state, definition = _state(api, request)
+    state = _state(api, request)
     data = json_field("input", "{}")
     variables = json_field("variables", "{}", dict)
     given_context = json_field("context", "{}", dict)
@@ -73,7 +73,7 @@ def test_state(api: StepFunctionsApi, request: dict[str, Any]) -> dict[str, Any]
     if not isinstance(config, dict) or set(config) - CONFIGURATION:
         raise ApiError("ValidationException", f"stateConfiguration: the fields are {', '.join(sorted(CONFIGURATION))}")
     mock = _mock(request, state)
-    _check_configuration(config, state, definition)
+    _check_configuration(config, state)
 
     runner = states.StateMachine({}, "TestState", api.make_services(), api.region,
                                  asl.Machine(state.name, {state.name: state}, state.language))
@@ -95,16 +95,16 @@ def test_state(api: StepFunctionsApi, request: dict[str, Any]) -> dict[str, Any]
     return answer
 
 
-def _state(api: StepFunctionsApi, request: dict[str, Any]) -> tuple[asl.State, dict[str, Any]]:
-    """The state under test, parsed, and the definition it came in."""
+def _state(api: StepFunctionsApi, request: dict[str, Any]) -> asl.State:
+    """The state under test, parsed."""
     from .stepfunctions import ApiError, _string
 
     name = _string(request, "stateName", required=False, limit=80)
     if name is not None:
-        definition, parsed, _ = api.checked_definition(request)
+        _, parsed, _ = api.checked_definition(request)
         if name not in parsed.states:
             raise ApiError("ValidationException", f"stateName: the definition has no state {name!r}")
-        return parsed.states[name], definition
+        return parsed.states[name]
     from .definitions import DEPTH_LIMIT, depth
     from .template import DEFINITION_LIMIT
 
@@ -124,7 +124,7 @@ def _state(api: StepFunctionsApi, request: dict[str, Any]) -> tuple[asl.State, d
         state = asl.parse_state("TestState", single, asl.AnyName())
     except asl.NotImplementedByRunner as error:
         raise ApiError("InvalidDefinition", f"Invalid State Machine Definition: '{error}'") from None
-    return state, {"StartAt": "TestState", "States": {"TestState": single}}
+    return state
 
 
 def _mock(request: dict[str, Any], state: asl.State) -> dict[str, Any] | None:
@@ -174,7 +174,7 @@ def _mock(request: dict[str, Any], state: asl.State) -> dict[str, Any] | None:
     return {"result": result}
 
 
-def _check_configuration(config: dict[str, Any], state: asl.State, definition: dict[str, Any]) -> None:
+def _check_configuration(config: dict[str, Any], state: asl.State) -> None:
     from .stepfunctions import ApiError
 
     for key in ("retrierRetryCount", "mapIterationFailureCount"):

@@ -19,6 +19,18 @@ def running():
     server.server_close()
 
 
+@pytest.fixture(scope="module")
+def endpoint():
+    """`serve` (two workers, nothing warmed) in us-east-1 on a free loopback port, for the test module: its URL, as
+    AWS_ENDPOINT_URL or a client's endpoint_url takes it (Step Functions, S3 and Lambda alike)."""
+    server = make_server("127.0.0.1", 0, ROOT / "template.yaml", workers=2, region="us-east-1", warm=())
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
 def serving_with(monkeypatch, iam, region, key, secret):
     """`serve` (one worker, nothing warmed) on a free loopback port with these credentials in its environment (they
     sign its requests, and with ``iam`` every request must be signed with them): the server and its URL."""

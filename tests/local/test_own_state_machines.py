@@ -17,7 +17,6 @@ import json
 import os
 import subprocess
 import sys
-import threading
 import time
 
 import boto3
@@ -26,23 +25,11 @@ from botocore.exceptions import ClientError
 from service_model import checking
 from support import ROOT
 
-from chrf_components_local.server import make_server
-
 EXAMPLE = ROOT / "examples" / "evaluation-pipeline"
 ROLE = "arn:aws:iam::123456789012:role/local"
 REFERENCES = (ROOT / "tests/data/popovic/example.ref.en").read_text(encoding="utf-8").splitlines()
 BASELINE = (ROOT / "tests/data/popovic/example.hyp.en").read_text(encoding="utf-8").splitlines()
 CANDIDATE = (ROOT / "examples/lowercased.hyp.en").read_text(encoding="utf-8").splitlines()
-
-
-@pytest.fixture(scope="module")
-def endpoint():
-    server = make_server("127.0.0.1", 0, ROOT / "template.yaml", workers=2, region="us-east-1", warm=())
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
 
 
 @pytest.fixture(scope="module")

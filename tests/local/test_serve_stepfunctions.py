@@ -32,16 +32,6 @@ LINES = [{"hypothesis": f"the cat sat {k}", "reference": "the cat sat down"} for
 
 
 @pytest.fixture(scope="module")
-def endpoint():
-    server = make_server("127.0.0.1", 0, ROOT / "template.yaml", workers=2, region="us-east-1", warm=())
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
-
-
-@pytest.fixture(scope="module")
 def clients(endpoint):
     """S3 and Step Functions clients of serve; every Step Functions answer is checked against botocore's model."""
     session = boto3.session.Session(aws_access_key_id="any", aws_secret_access_key="any", region_name="us-east-1")
