@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 from collections.abc import Callable, Sequence
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
 
 ExactScore = Callable[[Sequence[Triple] | Sequence[list[int]]], Fraction]
 TOLERANCE_BITS = 80  # a native score within 2^-80 of a rounding midpoint is recomputed exactly
-WEIGHTED_TOLERANCE_BITS = 64  # weighted counts carry a relative error below 2^-70 (aggregate.c): a margin of 2^6
+WEIGHTED_TOLERANCE_BITS = 100  # at most: the kernel widens it to its weighted counts' error bound (aggregate.c)
 SMALLEST_DOUBLE = 2.0**-1074  # a nonzero weight share below it goes to the native kernel as it (never as 0)
 COUNTS_ROWS = 1 << 16  # hypotheses of one native aggregate batch call: their counts (2-22 MB) are held until it ends
 
@@ -156,6 +157,21 @@ class NativeKernel(Kernel):
     def __init__(self, module: Any) -> None:
         super().__init__(module.count)
         self.module = module
+        self.kept = threading.local()  # each thread's buffers (the kernel's Keep), dropped with the thread
+
+    def buffers(self) -> Any:
+        """This thread's MBR buffers: a call's big blocks (corpus, tables, scratch) kept for the next call, so that
+        repeated calls of one shape reuse warm pages instead of faulting fresh ones in (glibc gives a call's heap
+        back when it ends); the blocks a call does not take given back after it, all of them past 256 MiB, and every
+        one when the thread ends or :meth:`release_buffers` is called."""
+        held = getattr(self.kept, "buffers", None)
+        if held is None:
+            held = self.kept.buffers = self.module.buffers()
+        return held
+
+    def release_buffers(self) -> None:
+        """Give this thread's MBR buffers back now."""
+        self.kept.buffers = None
 
     def _scoring(self, settings: Settings, tolerance_bits: int) -> tuple[Any, ...]:
         return (settings.char_order, settings.word_order, settings.include_whitespace, settings.beta,
@@ -167,7 +183,7 @@ class NativeKernel(Kernel):
         indices whose rounding it could not decide."""
         undecided: list[list[int]] = self.module.batch(
             aggregating, [hypotheses for hypotheses, _ in sets], [references for _, references in sets],
-            *self._scoring(settings, tolerance_bits), threads, outputs)
+            *self._scoring(settings, tolerance_bits), threads, outputs, self.buffers())
         return undecided
 
     def _aggregate(self, hypotheses: Sequence[str], references: Sequence[str], settings: Settings, threads: int,

@@ -8,8 +8,14 @@
  * n-grams count W = sum of w_j times, the references' n-grams count w_j times each: the same formula with the
  * uniform 1 replaced by the weights. Every count is then divided by W (a score's ratios do not change): the weights
  * are taken as their shares w_j / W (each within 2^-104 of the exact share), so that W is 1 exactly and a
- * hypothesis' counts are its own integers. Weighted counts are double-double values, each a sum of positive terms
- * with a relative error far below 2^-70; a score within the caller's tolerance of a rounding midpoint is flagged.
+ * hypothesis' counts are its own integers. Weighted counts are double-double values, each a sum of positive terms,
+ * so relative errors only add up (u = 2^-104 bounds each double-double operation's, about 2^-105): a share's is at most
+ * (R + 3) u (R references: their total, then a quotient), S_g's adds one u per occurrence of g in the references, a
+ * hypothesis' matches one per distinct n-gram of it, the references' weighted n-grams two per reference, and the
+ * score's formula far fewer than 256. A score is thus within E = (3 R + N + L + 256) u of its exact value (N: the
+ * most reference n-grams of one order, L: the most n-grams of one text), 2^-76 at most at the texts' limit (2^28
+ * code points); a score within 16 E (or the caller's tolerance, if looser) of a rounding midpoint is flagged. With
+ * a thousand samples of a sentence, 16 E is about 2^-83: a score is flagged about once in 2^30.
  *
  * That bound holds while every nonzero weighted count is at least 2^-400 (then every product and quotient the score
  * forms stays a normal double-double). A share of the weights below 2^-400 (the caller rounds a nonzero one below
@@ -194,7 +200,7 @@ static Double2 weighted_score(const Aggregate *a, const Scratch *s, size_t i, si
         int o = 0;
         while (row >= corpus->base[o + 1]) o++;
         const Double2 mine = d2_of(s->entries[e].count), theirs = a->weighted_sums[row];
-        matches[o] = d2_add(matches[o], d2_less(mine, theirs) ? mine : theirs);
+        matches[o] = d2_add_positive(matches[o], d2_less(mine, theirs) ? mine : theirs);
     }
     for (int o = 0; o < orders; o++) {
         hyp[o] = d2_of(corpus->totals[i * (size_t)orders + o]);
@@ -282,41 +288,49 @@ static int weigh_order(void *shared, size_t job, int worker, Pause pause, void *
         const size_t from = corpus->unit_start[kind][text], to = corpus->unit_start[kind][text + 1];
         counted += to - from + 1;
         const Double2 weight = w->shares[j];
-        for (size_t i = from; i + (size_t)(n - 1) < to; i++) sums[ids[i]] = d2_add(sums[ids[i]], weight);
-        ngrams = d2_add(ngrams, d2_mul(weight, d2_of(corpus->totals[text * orders + o])));
+        for (size_t i = from; i + (size_t)(n - 1) < to; i++) sums[ids[i]] = d2_add_positive(sums[ids[i]], weight);
+        ngrams = d2_add_positive(ngrams, d2_mul(weight, d2_of(corpus->totals[text * orders + o])));
     }
     w->weighted_ngrams[o] = ngrams;
     return 0;
 }
 
 int aggregate_scores(const Texts *texts, const Scoring *scoring, const Double2 *weights, ExactCounts *exact,
-                     int threads, double *scores, int64_t *counts, Flagged *flagged, Pause pause, void *context) {
+                     int threads, double *scores, int64_t *counts, Flagged *flagged, Keep *keep, Pause pause,
+                     void *context) {
     const int orders = scoring->char_order + scoring->word_order;
     const size_t rows = texts->rows, columns = texts->columns;
     Run run;
     uint64_t ref_ngrams[MAX_ORDERS] = {0};
     Double2 *weighted_sums = NULL, *shares = NULL, weighted_ngrams[MAX_ORDERS], weight_total = d2_of(0.0);
     for (int o = 0; o < orders; o++) weighted_ngrams[o] = d2_of(0.0);
-    int status = run_begin(&run, texts, scoring, threads, weights == NULL, 0, pause, context);
+    size_t rows_weighted = 0;           /* weighted_sums' */
+    Scoring weighted_scoring = *scoring; /* with weights, its tolerance from the error bound (above) */
+    int status = run_begin(&run, texts, scoring, threads, weights == NULL, 0, keep, pause, context);
     if (status != 0) goto done;
     status = -1;
     const Corpus *corpus = &run.corpus;
     for (size_t j = 0; j < columns; j++)
         for (int o = 0; o < orders; o++) ref_ngrams[o] += corpus->totals[(corpus->first_column + j) * orders + o];
     if (weights != NULL) { /* the references' weighted counts, summed per row */
-        weighted_sums = malloc((corpus->base[orders] + 1) * sizeof(Double2));
-        shares = malloc(columns * sizeof(Double2));
+        rows_weighted = corpus->base[orders] + 1;
+        weighted_sums = keep_alloc(keep, rows_weighted * sizeof(Double2), 0);
+        shares = keep_alloc(keep, columns * sizeof(Double2), 0);
         if (weighted_sums == NULL || shares == NULL) goto done;
         for (size_t row = 0; row <= corpus->base[orders]; row++) weighted_sums[row] = d2_of(0.0);
         for (size_t j = 0; j < columns; j++) weight_total = d2_add(weight_total, weights[j]);
         for (size_t j = 0; j < columns; j++) shares[j] = d2_div(weights[j], weight_total);
+        uint64_t most = 0; /* N */
+        for (int o = 0; o < orders; o++) most = ref_ngrams[o] > most ? ref_ngrams[o] : most;
+        const double bound = 16 * ((double)(3 * columns) + (double)most + (double)corpus->longest + 256) * 0x1p-104;
+        if (bound > weighted_scoring.tolerance) weighted_scoring.tolerance = bound;
         Weighing weighing = {corpus, scoring, shares, columns, weighted_sums, weighted_ngrams};
         status = parallel_jobs((size_t)orders, run.threads, weigh_order, &weighing, pause, context);
         if (status != 0) goto done;
         status = -1;
     }
-    Aggregate shared = {scoring, orders, columns, corpus->column_counts, ref_ngrams, scores, counts, &run,
-                        weighted_sums, weighted_ngrams};
+    Aggregate shared = {weights != NULL ? &weighted_scoring : scoring, orders, columns, corpus->column_counts,
+                        ref_ngrams, scores, counts, &run, weighted_sums, weighted_ngrams};
     size_t chunk = NGRAMS_PER_PAUSE / (corpus->longest + 1) + 1, balanced = rows / (16 * (size_t)run.threads) + 1;
     status = parallel_rows(rows, chunk < balanced ? chunk : balanced, run.threads,
                            weights != NULL ? score_weighted_hypotheses : score_hypotheses, &shared, pause, context);
@@ -340,7 +354,7 @@ int aggregate_scores(const Texts *texts, const Scoring *scoring, const Double2 *
         }
     }
 done:
-    free(weighted_sums);
-    free(shares);
+    keep_free(keep, weighted_sums, rows_weighted * sizeof(Double2));
+    keep_free(keep, shares, columns * sizeof(Double2));
     return run_end(&run, flagged, status);
 }

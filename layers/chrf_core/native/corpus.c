@@ -31,37 +31,51 @@ size_t distinct_ngrams(const Corpus *corpus, size_t t, int char_order, int order
 }
 
 
+/* Each thread's scratch sizes in bytes: matches, seen, where, entries, values (Scratch's order). */
+static void scratch_sizes(const Run *run, size_t sizes[5]) {
+    const Corpus *corpus = &run->corpus;
+    const int orders = corpus->orders[0] + corpus->orders[1];
+    sizes[0] = run->matches * sizeof(uint32_t);
+    sizes[1] = sizes[2] = (corpus->base[orders] + 1) * sizeof(uint32_t);
+    sizes[3] = (corpus->longest + 1) * sizeof(Posting);
+    sizes[4] = 3 * (size_t)orders * sizeof(double);
+}
+
 int run_begin(Run *run, const Texts *texts, const Scoring *scoring, int threads, int count_columns, size_t matches,
-              Pause pause, void *context) {
+              Keep *keep, Pause pause, void *context) {
     memset(run, 0, sizeof *run);
     run->threads = threads_for(threads, texts->rows); /* no idle scratch */
-    const int built = corpus_build(&run->corpus, texts, scoring, run->threads, count_columns, pause, context);
+    run->matches = matches;
+    const int built = corpus_build(&run->corpus, texts, scoring, run->threads, count_columns, keep, pause, context);
     if (built != 0) return built;
-    const int orders = scoring->char_order + scoring->word_order;
-    const size_t all = run->corpus.base[orders];
+    size_t sizes[5];
+    scratch_sizes(run, sizes);
     for (int w = 0; w < run->threads; w++) {
         Scratch *s = &run->scratch[w];
-        s->matches = matches ? malloc(matches * sizeof(uint32_t)) : NULL;
-        s->seen = malloc((all + 1) * sizeof(uint32_t));
-        s->where = malloc((all + 1) * sizeof(uint32_t));
-        s->entries = malloc((run->corpus.longest + 1) * sizeof(Posting));
-        s->values = malloc(3 * (size_t)orders * sizeof(double));
+        s->matches = matches ? keep_alloc(keep, sizes[0], 0) : NULL;
+        s->seen = keep_alloc(keep, sizes[1], 0);
+        s->where = keep_alloc(keep, sizes[2], 0);
+        s->entries = keep_alloc(keep, sizes[3], 0);
+        s->values = keep_alloc(keep, sizes[4], 0);
         if ((matches && !s->matches) || !s->seen || !s->where || !s->entries || !s->values) return -1;
-        memset(s->seen, 0xFF, (all + 1) * sizeof(uint32_t));
+        memset(s->seen, 0xFF, sizes[1]);
     }
     return 0;
 }
 
 int run_end(Run *run, Flagged *flagged, int status) {
+    size_t sizes[5];
+    scratch_sizes(run, sizes);
+    Keep *keep = run->corpus.keep;
     for (int w = 0; w < run->threads; w++) {
         for (size_t k = 0; status == 0 && k < run->found[w].count; k++)
             if (flag(flagged, run->found[w].indices[k]) < 0) status = -1;
         free(run->found[w].indices);
-        free(run->scratch[w].matches);
-        free(run->scratch[w].seen);
-        free(run->scratch[w].where);
-        free(run->scratch[w].entries);
-        free(run->scratch[w].values);
+        keep_free(keep, run->scratch[w].matches, sizes[0]);
+        keep_free(keep, run->scratch[w].seen, sizes[1]);
+        keep_free(keep, run->scratch[w].where, sizes[2]);
+        keep_free(keep, run->scratch[w].entries, sizes[3]);
+        keep_free(keep, run->scratch[w].values, sizes[4]);
     }
     corpus_free(&run->corpus);
     return status;

@@ -54,12 +54,13 @@ typedef struct {
     size_t units_done, next_pause;
 } Build;
 
-/* Room for `count` values in a growable array, new values filled with `fill` (0 or 0xFF bytes). 0 or -1. */
-static int room_for(uint32_t **values, size_t *room, size_t count, int fill) {
+/* Room for `count` values in a growable array (from `keep`), new values filled with `fill` (0 or 0xFF bytes). 0 or
+   -1. */
+static int room_for(uint32_t **values, size_t *room, size_t count, int fill, Keep *keep) {
     if (count <= *room) return 0;
     size_t bigger = *room ? *room : 64;
     while (bigger < count) bigger *= 2;
-    uint32_t *grown = realloc(*values, bigger * sizeof(uint32_t));
+    uint32_t *grown = keep_grow(keep, *values, *room * sizeof(uint32_t), bigger * sizeof(uint32_t));
     if (grown == NULL) return -1;
     memset(grown + *room, fill, (bigger - *room) * sizeof(uint32_t));
     *values = grown;
@@ -114,16 +115,16 @@ static int order_stage(Build *b, int kind, int n, size_t k, uint32_t below_ids, 
     const size_t stride = corpus->stride[kind];
     uint32_t *now = corpus->classes[kind] + (size_t)(n - 1) * stride;
     const uint32_t *below = n > 1 ? now - stride : NULL, *units = corpus->units[kind] + (n - 1);
-    int status = n > 1 && room_for(&order.memo, &order.memo_room, 2 * (size_t)below_ids, 0xFF) < 0 ? -1 : 0;
+    int status = n > 1 && room_for(&order.memo, &order.memo_room, 2 * (size_t)below_ids, 0xFF, corpus->keep) < 0 ? -1 : 0;
     for (size_t t = b->chunk_first[k]; status == 0 && t < b->chunk_first[k + 1]; t++) {
         const size_t from = corpus->unit_start[kind][t], to = corpus->unit_start[kind][t + 1];
         const int column = b->count_columns && t >= corpus->first_column;
         const size_t last = to - from >= (size_t)n ? to - (size_t)(n - 1) : from; /* n-grams start before it */
         for (size_t part = from; status == 0 && part < last; part += POLL_MASK + 1) { /* pausing within a text */
             const size_t end = last - part > POLL_MASK + 1 ? part + POLL_MASK + 1 : last;
-            if (pair_table_room(&order.pairs, end - part) < 0 || /* room for every key and class the part can make */
+            if (pair_table_room(&order.pairs, end - part, corpus->keep) < 0 || /* room for every key and class the part can make */
                 (b->count_columns &&
-                 room_for(&order.counts, &order.counts_room, (size_t)order.ids + (end - part) + 1, 0) < 0)) {
+                 room_for(&order.counts, &order.counts_room, (size_t)order.ids + (end - part) + 1, 0, corpus->keep) < 0)) {
                 status = -1;
                 break;
             }
@@ -199,7 +200,7 @@ static const Schedule WAVEFRONT = {take_stage, run_stage, finish_stage};
 /* Chunks of about CHUNK_POINTS code points, whole texts each; the longest text's length into *longest. */
 static int chunk_texts(Build *b, size_t texts, size_t *longest) {
     const size_t *start = b->texts->start;
-    b->chunk_first = malloc((texts + 2) * sizeof(size_t));
+    b->chunk_first = keep_alloc(b->corpus->keep, (texts + 2) * sizeof(size_t), 0);
     if (b->chunk_first == NULL) return -1;
     b->chunks = 0;
     *longest = 0;
@@ -243,7 +244,8 @@ static int corpus_rows(Corpus *corpus, Build *b, int char_order, int orders) {
         corpus->base[o + 1] = corpus->base[o] + b->order[kind][n - 1].ids;
     }
     if (b->count_columns) {
-        if ((corpus->column_counts = malloc((corpus->base[orders] + 1) * sizeof(uint32_t))) == NULL) return -1;
+        corpus->column_counts = keep_alloc(corpus->keep, (corpus->base[orders] + 1) * sizeof(uint32_t), 0);
+        if (corpus->column_counts == NULL) return -1;
         for (int o = 0; o < orders; o++) {
             const int kind = o >= char_order, n = kind ? o - char_order + 1 : o + 1;
             const size_t classes = corpus->base[o + 1] - corpus->base[o];
@@ -251,7 +253,7 @@ static int corpus_rows(Corpus *corpus, Build *b, int char_order, int orders) {
                                 classes * sizeof(uint32_t));
         }
     }
-    corpus->totals = calloc(corpus->texts * (size_t)orders + 1, sizeof(uint32_t));
+    corpus->totals = keep_alloc(corpus->keep, (corpus->texts * (size_t)orders + 1) * sizeof(uint32_t), 1);
     if (corpus->totals == NULL) return -1;
     for (size_t t = 0; t < corpus->texts; t++) {
         size_t ngrams = 0;
@@ -267,9 +269,12 @@ static int corpus_rows(Corpus *corpus, Build *b, int char_order, int orders) {
 }
 
 int corpus_build(Corpus *corpus, const Texts *texts, const Scoring *scoring, int threads, int count_columns,
-                 Pause pause, void *context) {
+                 Keep *keep, Pause pause, void *context) {
     const int char_order = scoring->char_order, orders = scoring->char_order + scoring->word_order;
     memset(corpus, 0, sizeof *corpus);
+    corpus->keep = keep;
+    corpus->orders[0] = char_order;
+    corpus->orders[1] = scoring->word_order;
     const int same = same_sides(texts);
     corpus->texts = same ? texts->rows : texts->rows + texts->columns;
     corpus->first_column = same ? 0 : texts->rows;
@@ -283,9 +288,9 @@ int corpus_build(Corpus *corpus, const Texts *texts, const Scoring *scoring, int
     for (int kind = 0; kind < 2; kind++) {
         if (!b->orders[kind]) continue;
         corpus->stride[kind] = points;
-        corpus->unit_start[kind] = calloc(corpus->texts + 1, sizeof(size_t));
-        corpus->units[kind] = malloc((points + 1) * sizeof(uint32_t));
-        corpus->classes[kind] = malloc(((size_t)b->orders[kind] * points + 1) * sizeof(uint32_t));
+        corpus->unit_start[kind] = keep_alloc(keep, (corpus->texts + 1) * sizeof(size_t), 1);
+        corpus->units[kind] = keep_alloc(keep, (points + 1) * sizeof(uint32_t), 0);
+        corpus->classes[kind] = keep_alloc(keep, ((size_t)b->orders[kind] * points + 1) * sizeof(uint32_t), 0);
         if (!corpus->unit_start[kind] || !corpus->units[kind] || !corpus->classes[kind]) goto done;
     }
     if (b->orders[1]) {
@@ -297,11 +302,12 @@ int corpus_build(Corpus *corpus, const Texts *texts, const Scoring *scoring, int
 done:
     for (int kind = 0; kind < 2; kind++)
         for (int o = 0; o < MAX_ORDERS; o++) {
-            free(b->order[kind][o].pairs.slots);
-            free(b->order[kind][o].memo);
-            free(b->order[kind][o].counts);
+            const Order *order = &b->order[kind][o];
+            keep_free(keep, order->pairs.slots, order->pairs.room * sizeof(Slot));
+            keep_free(keep, order->memo, order->memo_room * sizeof(uint32_t));
+            keep_free(keep, order->counts, order->counts_room * sizeof(uint32_t));
         }
-    free(b->chunk_first);
+    keep_free(keep, b->chunk_first, (corpus->texts + 2) * sizeof(size_t));
     free(b->tokens.slots);
     free(b);
     if (status != 0) corpus_free(corpus);
@@ -309,12 +315,15 @@ done:
 }
 
 void corpus_free(Corpus *corpus) {
+    Keep *keep = corpus->keep;
+    const int orders = corpus->orders[0] + corpus->orders[1];
     for (int kind = 0; kind < 2; kind++) {
-        free(corpus->unit_start[kind]);
-        free(corpus->units[kind]);
-        free(corpus->classes[kind]);
+        const size_t points = corpus->stride[kind];
+        keep_free(keep, corpus->unit_start[kind], (corpus->texts + 1) * sizeof(size_t));
+        keep_free(keep, corpus->units[kind], (points + 1) * sizeof(uint32_t));
+        keep_free(keep, corpus->classes[kind], ((size_t)corpus->orders[kind] * points + 1) * sizeof(uint32_t));
     }
-    free(corpus->column_counts);
-    free(corpus->totals);
+    keep_free(keep, corpus->column_counts, (corpus->base[orders] + 1) * sizeof(uint32_t));
+    keep_free(keep, corpus->totals, (corpus->texts * (size_t)orders + 1) * sizeof(uint32_t));
     memset(corpus, 0, sizeof *corpus);
 }

@@ -187,12 +187,28 @@ static inline void add_all_matches(int64_t *out, size_t length, int orders) {
     for (int n = 1; n <= orders; n++) out[3 * (n - 1) + 2] += (int64_t)ngrams_in(length, n);
 }
 
+/* Big buffers kept between MBR calls (keep.c): blocks from keep_alloc go back with keep_free (the size asked for),
+   to be taken again by the next request they fit; keep_settle after a call gives back what it did not take. A NULL
+   Keep is malloc and free. */
+typedef struct Keep Keep;
+Keep *keep_new(void);
+void keep_delete(Keep *keep);
+/* At least `size` bytes (zeroed if asked), or NULL when out of memory. */
+void *keep_alloc(Keep *keep, size_t size, int zeroed);
+void keep_free(Keep *keep, void *block, size_t size);
+/* A block of `bigger` bytes holding block's first `size` (block given back), or NULL (block kept) when out of
+   memory. */
+void *keep_grow(Keep *keep, void *block, size_t size, size_t bigger);
+void keep_settle(Keep *keep);
+/* The bytes kept now. */
+size_t keep_held(Keep *keep);
+
 /* A pair table's room for `keys` distinct keys (0, or -1: no memory), and a fresh generation sized for them. */
 int pair_table_reserve(PairTable *table, size_t keys);
 void pair_table_generation(PairTable *table, size_t keys);
 /* Room in a table that grows with its keys (the MBR corpus's) for `keys` more, at most half full (64 slots at
    first, doubled as needed, its keys kept): asked before adding them. 0, or -1 when out of memory. */
-int pair_table_room(PairTable *table, size_t keys);
+int pair_table_room(PairTable *table, size_t keys, Keep *keep);
 uint32_t intern_pair(PairTable *table, uint32_t first, uint32_t second, uint32_t *ids);
 uint32_t find_pair(const PairTable *table, uint32_t first, uint32_t second);
 

@@ -48,16 +48,17 @@ typedef struct {
 /* Fill scores[i * columns + j] for every pair, each the score rounded to the nearest double. Returns 0; 1 when the
    pause said stop; -1 when out of memory. flagged->indices is the caller's to free (free()). */
 int pairwise_scores(const Texts *texts, const Scoring *scoring, int threads, double *scores, Flagged *flagged,
-                    Pause pause, void *context);
+                    Keep *keep, Pause pause, void *context);
 
 /* Each hypothesis against the references' n-gram counts summed: with R references, per order, matches is the sum
    over n-grams g of min(R h_g, S_g), the hypothesis' n-grams R h and the references' all of theirs. Fills scores[i]
    (rounded to the nearest double) and counts[i * 3 * orders + 3 * o + {0, 1, 2}] (R h, references' n-grams,
    matches). With `weights` (one per reference, else NULL) the counts are weighted instead (aggregate.c) and only
    the scores are filled; with `exact` too (else NULL), the flagged hypotheses' exact counts. Returns as
-   pairwise_scores does. */
+   pairwise_scores does. Both take their big buffers from `keep` (kernel.h; NULL: malloc's) and give them back. */
 int aggregate_scores(const Texts *texts, const Scoring *scoring, const Double2 *weights, ExactCounts *exact,
-                     int threads, double *scores, int64_t *counts, Flagged *flagged, Pause pause, void *context);
+                     int threads, double *scores, int64_t *counts, Flagged *flagged, Keep *keep, Pause pause,
+                     void *context);
 
 /* ---- shared by both (corpus_ids.c, corpus.c, scores.c) ---- */
 
@@ -89,12 +90,15 @@ typedef struct {
     uint32_t *column_counts;     /* if asked for, per row: its occurrences in all the columns */
     uint32_t *totals;            /* texts x orders: each text's n-grams of each order */
     size_t longest;              /* the most n-grams of all orders in one text */
+    int orders[2];               /* character and word orders */
+    Keep *keep;                  /* where its buffers come from and go back to */
 } Corpus;
 
 /* The corpus of texts (rows, columns), built on up to `threads` threads (corpus_ids.c), with column_counts if
-   count_columns. 0; 1 when the pause said stop; -1 when out of memory (corpus_free in any case). */
+   count_columns, its buffers from `keep`. 0; 1 when the pause said stop; -1 when out of memory (corpus_free in any
+   case). */
 int corpus_build(Corpus *corpus, const Texts *texts, const Scoring *scoring, int threads, int count_columns,
-                 Pause pause, void *context);
+                 Keep *keep, Pause pause, void *context);
 void corpus_free(Corpus *corpus);
 
 /* A text's occurrences of one row (order and class): its count, and which text or row it stands for. */
@@ -119,15 +123,16 @@ typedef struct {
 typedef struct {
     Corpus corpus;
     int threads;
+    size_t matches; /* per thread's scratch */
     Scratch scratch[MAX_THREADS];
     Flagged found[MAX_THREADS];
 } Run;
 
 /* Count the texts' n-grams (with column counts if count_columns) and reserve scratch for `threads` threads (clamped
    to 1..MAX_THREADS and to the rows; matches: how many per thread, 0 for none), seen cleared. 0; 1 when the pause
-   said stop; -1 when out of memory; run_end in any case. */
+   said stop; -1 when out of memory; run_end in any case. Buffers from `keep`, given back by run_end. */
 int run_begin(Run *run, const Texts *texts, const Scoring *scoring, int threads, int count_columns, size_t matches,
-              Pause pause, void *context);
+              Keep *keep, Pause pause, void *context);
 /* The threads' flagged indices appended to `flagged` while status is 0 (out of memory makes it -1), everything
    freed; the status. */
 int run_end(Run *run, Flagged *flagged, int status);

@@ -198,6 +198,8 @@ static PyObject *set_seed(PyObject *module, PyObject *seed) {
 static PyMethodDef methods[] = {
     {"count", count, METH_VARARGS, count_doc},
     {"batch", batch, METH_VARARGS, batch_doc},
+    {"buffers", buffers, METH_NOARGS, buffers_doc},
+    {"buffers_held", buffers_held, METH_O, buffers_held_doc},
     {"set_seed", set_seed, METH_O, set_seed_doc},
     {NULL, NULL, 0, NULL},
 };

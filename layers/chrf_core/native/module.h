@@ -18,7 +18,9 @@ static inline int signalled(void *context) {
     return PyErr_CheckSignals() < 0;
 }
 
-extern const char batch_doc[];
+extern const char batch_doc[], buffers_doc[], buffers_held_doc[];
 PyObject *batch(PyObject *module, PyObject *args);
+PyObject *buffers(PyObject *module, PyObject *args);
+PyObject *buffers_held(PyObject *module, PyObject *capsule);
 
 #endif

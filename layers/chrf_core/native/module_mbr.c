@@ -11,13 +11,14 @@
 #include "mbr.h"
 
 /* Every text's code points, one after another (hypotheses, then references): each text read once and held while
-   the lengths are summed, then copied out into room of exactly their size. -1 with an exception set. */
-static int load_texts(PyObject *sides[2], Py_ssize_t counts[2], uint32_t **points, size_t **start) {
+   the lengths are summed, then copied out into room of exactly their size (from `keep`). -1 with an exception set
+   (what it took given back). */
+static int load_texts(PyObject *sides[2], Py_ssize_t counts[2], uint32_t **points, size_t **start, Keep *keep) {
     const size_t texts = (size_t)counts[0] + (size_t)counts[1];
-    PyObject **held = calloc(texts + 1, sizeof(PyObject *));
+    PyObject **held = keep_alloc(keep, (texts + 1) * sizeof(PyObject *), 1);
     size_t read = 0, next_pause = POLL_MASK + 1;
     int status = -1;
-    if (held == NULL || (*start = calloc(texts + 1, sizeof(size_t))) == NULL) goto done;
+    if (held == NULL || (*start = keep_alloc(keep, (texts + 1) * sizeof(size_t), 1)) == NULL) goto done;
     for (; read < texts; read++) {
         if (pause_now(read + (*start)[read], &next_pause, signalled, NULL)) goto done; /* texts and points read */
         const int side = read >= (size_t)counts[0];
@@ -34,7 +35,8 @@ static int load_texts(PyObject *sides[2], Py_ssize_t counts[2], uint32_t **point
             goto done;
         }
     }
-    if ((*points = malloc(((*start)[texts] ? (*start)[texts] : 1) * sizeof(uint32_t))) == NULL) goto done;
+    if ((*points = keep_alloc(keep, ((*start)[texts] ? (*start)[texts] : 1) * sizeof(uint32_t), 0)) == NULL)
+        goto done;
     for (size_t t = 0; t < texts; t++) {
         const Py_ssize_t length = (Py_ssize_t)((*start)[t + 1] - (*start)[t]);
         if (length > 0 && PyUnicode_AsUCS4(held[t], (Py_UCS4 *)*points + (*start)[t], length, 0) == NULL) goto done;
@@ -43,7 +45,13 @@ static int load_texts(PyObject *sides[2], Py_ssize_t counts[2], uint32_t **point
 done:
     if (status < 0 && !PyErr_Occurred()) PyErr_NoMemory();
     for (size_t t = 0; held != NULL && t <= read && t < texts; t++) Py_XDECREF(held[t]);
-    free(held);
+    keep_free(keep, held, (texts + 1) * sizeof(PyObject *));
+    if (status < 0 && *start != NULL) {
+        if (*points != NULL) keep_free(keep, *points, ((*start)[texts] ? (*start)[texts] : 1) * sizeof(uint32_t));
+        keep_free(keep, *start, (texts + 1) * sizeof(size_t));
+        *points = NULL;
+        *start = NULL;
+    }
     return status;
 }
 
@@ -140,36 +148,41 @@ static PyObject *with_exact_counts(PyObject *flagged, MbrCall *call) {
 /* One call's texts, its code points copied out (load_texts) and what it flagged; freed by drop_call. */
 typedef struct {
     uint32_t *points;
-    size_t *start;
+    size_t *start, count; /* count: the texts copied out */
     Texts texts;
     Flagged flagged;
 } Loaded;
 
-static int load_call(const MbrCall *call, Loaded *loaded) {
+static int load_call(const MbrCall *call, Loaded *loaded, Keep *keep) {
     const int same = call->sides[0] == call->sides[1]; /* the samples as their own references: read once */
     Py_ssize_t counts[2] = {call->counts[0], same ? 0 : call->counts[1]};
     PyObject *sides[2] = {call->sides[0], call->sides[1]};
-    if (load_texts(sides, counts, &loaded->points, &loaded->start) < 0) return -1;
+    if (load_texts(sides, counts, &loaded->points, &loaded->start, keep) < 0) return -1;
+    loaded->count = (size_t)counts[0] + (size_t)counts[1];
     loaded->texts = (Texts){loaded->points, loaded->start, (size_t)call->counts[0], (size_t)call->counts[1], same};
     return 0;
 }
 
-static void drop_call(Loaded *loaded) {
+static void drop_call(Loaded *loaded, Keep *keep) {
     free(loaded->flagged.indices);
-    free(loaded->points);
-    free(loaded->start);
-    *loaded = (Loaded){NULL, NULL, {NULL, NULL, 0, 0, 0}, {NULL, 0, 0}};
+    if (loaded->start != NULL) {
+        const size_t points = loaded->start[loaded->count];
+        keep_free(keep, loaded->points, (points ? points : 1) * sizeof(uint32_t));
+        keep_free(keep, loaded->start, (loaded->count + 1) * sizeof(size_t));
+    }
+    *loaded = (Loaded){NULL, NULL, 0, {NULL, NULL, 0, 0, 0}, {NULL, 0, 0}};
 }
 
 /* ---- one entry point: many sets in one call, each set scored as alone, the sets spread over the pool ---- */
 
 #define BATCH_POINTS ((size_t)1 << 20) /* code points copied out at a time (4 MB): a batch is loaded in blocks */
 
-/* The sets of one block: their calls and texts, each whole on one thread. */
+/* The sets of one block: their calls and texts, each whole on one thread, and where their buffers come from. */
 typedef struct {
     MbrCall *calls;
     Loaded *loaded;
     int aggregating;
+    Keep *keep;
 } Block;
 
 static int run_set(void *shared, size_t job, int worker, Pause pause, void *context) {
@@ -180,17 +193,18 @@ static int run_set(void *shared, size_t job, int worker, Pause pause, void *cont
     if (block->aggregating)
         return aggregate_scores(&loaded->texts, &call->scoring, call->weights,
                                 call->exact.weights != NULL ? &call->exact : NULL, call->threads, call->scores,
-                                call->counts_out, &loaded->flagged, pause, context);
-    return pairwise_scores(&loaded->texts, &call->scoring, call->threads, call->scores, &loaded->flagged, pause,
-                           context);
+                                call->counts_out, &loaded->flagged, block->keep, pause, context);
+    return pairwise_scores(&loaded->texts, &call->scoring, call->threads, call->scores, &loaded->flagged, block->keep,
+                           pause, context);
 }
 
 /* Score the sets [begin, end) (loaded) on `threads` threads without the GIL, the threads left over shared among
    the sets' own rows. 0; 1 when stopped (the exception set); -1 when out of memory (set here). */
-static int score_block(MbrCall *calls, Loaded *loaded, size_t begin, size_t end, int threads, int aggregating) {
+static int score_block(MbrCall *calls, Loaded *loaded, size_t begin, size_t end, int threads, int aggregating,
+                       Keep *keep) {
     const int inner = (size_t)threads >= 2 * (end - begin) ? threads / (int)(end - begin) : 1;
     for (size_t k = begin; k < end; k++) calls[k].threads = inner;
-    Block block = {calls + begin, loaded + begin, aggregating};
+    Block block = {calls + begin, loaded + begin, aggregating, keep};
     Released released = {NULL};
     released.state = PyEval_SaveThread();
     const int status = parallel_jobs(end - begin, threads, run_set, &block, pause_for_signals, &released);
@@ -277,30 +291,103 @@ done:
     return status;
 }
 
+/* ---- buffers kept between calls: a capsule of a Keep (kernel.h), its memory given back when it is dropped ---- */
+
+#define BUFFERS_NAME "chrf_core._kernel.Buffers"
+
+/* A Keep and whether a call is using it (set and cleared with the GIL held). */
+typedef struct {
+    Keep *keep;
+    int busy;
+} Buffers;
+
+static void buffers_drop(PyObject *capsule) {
+    Buffers *buffers = PyCapsule_GetPointer(capsule, BUFFERS_NAME);
+    if (buffers == NULL) {
+        PyErr_Clear();
+        return;
+    }
+    keep_delete(buffers->keep);
+    free(buffers);
+}
+
+PyObject *buffers(PyObject *module, PyObject *args) {
+    (void)module;
+    (void)args;
+    Buffers *made = malloc(sizeof(Buffers));
+    if (made == NULL || (made->keep = keep_new()) == NULL) {
+        free(made);
+        return PyErr_NoMemory();
+    }
+    made->busy = 0;
+    PyObject *capsule = PyCapsule_New(made, BUFFERS_NAME, buffers_drop);
+    if (capsule == NULL) {
+        keep_delete(made->keep);
+        free(made);
+    }
+    return capsule;
+}
+
+PyObject *buffers_held(PyObject *module, PyObject *capsule) {
+    (void)module;
+    Buffers *kept = PyCapsule_GetPointer(capsule, BUFFERS_NAME);
+    return kept == NULL ? NULL : PyLong_FromSize_t(keep_held(kept->keep));
+}
+
+const char buffers_doc[] =
+    "buffers()\n--\n\n"
+    "Buffers for batch's `buffers`: its big blocks (corpus, tables, scratch) kept from one call to the next, the\n"
+    "blocks a call did not take given back after it (and all of them past 256 MiB), every block when it is dropped.";
+const char buffers_held_doc[] = "buffers_held(buffers)\n--\n\nThe bytes the buffers keep now.";
+
+/* The Keep of `buffers` (None: none) for one call, marked busy (a call made while another uses it, from a
+   sequence's __getitem__, keeps nothing). *keep NULL when none; -1 with an exception set. */
+static int acquire_keep(PyObject *object, Buffers **owner, Keep **keep) {
+    *owner = NULL;
+    *keep = NULL;
+    if (object == NULL || object == Py_None) return 0;
+    Buffers *kept = PyCapsule_GetPointer(object, BUFFERS_NAME);
+    if (kept == NULL) return -1;
+    if (!kept->busy) {
+        kept->busy = 1;
+        *owner = kept;
+        *keep = kept->keep;
+    }
+    return 0;
+}
+
 /* Each set's texts and output(s) checked, then the sets loaded and scored a block at a time; the list of each
    set's flagged indices. */
 PyObject *batch(PyObject *module, PyObject *args) {
     (void)module;
-    PyObject *hypothesis_sets, *reference_sets, *outs, *result = NULL;
+    PyObject *hypothesis_sets, *reference_sets, *outs, *kept_buffers = NULL, *result = NULL;
     int aggregating, char_order, word_order, keep_whitespace, beta, per_order_f, tolerance_bits, threads;
-    if (!PyArg_ParseTuple(args, "pOOiipipiiO:batch", &aggregating, &hypothesis_sets, &reference_sets, &char_order,
-                          &word_order, &keep_whitespace, &beta, &per_order_f, &tolerance_bits, &threads, &outs))
+    if (!PyArg_ParseTuple(args, "pOOiipipiiO|O:batch", &aggregating, &hypothesis_sets, &reference_sets, &char_order,
+                          &word_order, &keep_whitespace, &beta, &per_order_f, &tolerance_bits, &threads, &outs,
+                          &kept_buffers))
         return NULL;
+    Buffers *owner;
+    Keep *keep;
+    if (acquire_keep(kept_buffers, &owner, &keep) < 0) return NULL;
     const Py_ssize_t sets = PySequence_Size(hypothesis_sets);
-    if (sets < 0) return NULL;
+    Scoring scoring;
+    size_t count = 0, ready = 0; /* ready: sets whose outputs are held */
+    MbrCall *calls = NULL;
+    Loaded *loaded = NULL;
+    Py_buffer *views = NULL;
+    PyObject **held = NULL; /* each set's texts */
+    if (sets < 0) goto done;
     if (PySequence_Size(reference_sets) != sets || PySequence_Size(outs) != sets) {
         if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "one reference set and one output per set");
-        return NULL;
+        goto done;
     }
-    Scoring scoring;
     if (mbr_scoring(&scoring, char_order, word_order, keep_whitespace, beta, per_order_f, tolerance_bits, threads) < 0)
-        return NULL;
-    const size_t count = (size_t)sets;
-    MbrCall *calls = calloc(count + 1, sizeof(MbrCall));
-    Loaded *loaded = calloc(count + 1, sizeof(Loaded));
-    Py_buffer *views = calloc(4 * count + 1, sizeof(Py_buffer));
-    PyObject **held = calloc(2 * count + 1, sizeof(PyObject *)); /* each set's texts */
-    size_t ready = 0;                                              /* sets whose outputs are held */
+        goto done;
+    count = (size_t)sets;
+    calls = keep_alloc(keep, (count + 1) * sizeof(MbrCall), 1);
+    loaded = keep_alloc(keep, (count + 1) * sizeof(Loaded), 1);
+    views = keep_alloc(keep, (4 * count + 1) * sizeof(Py_buffer), 1);
+    held = keep_alloc(keep, (2 * count + 1) * sizeof(PyObject *), 1);
     if (calls == NULL || loaded == NULL || views == NULL || held == NULL) {
         PyErr_NoMemory();
         goto done;
@@ -321,39 +408,41 @@ PyObject *batch(PyObject *module, PyObject *args) {
     if ((result = PyList_New(sets)) == NULL) goto done;
     for (size_t begin = 0, end = 0; begin < count; begin = end) {
         for (size_t points = 0; end < count && (end == begin || points < BATCH_POINTS); end++) {
-            if (load_call(&calls[end], &loaded[end]) < 0) goto failed;
+            if (load_call(&calls[end], &loaded[end], keep) < 0) goto failed;
             points += loaded[end].texts.start[loaded[end].texts.rows + (loaded[end].texts.same ? 0
                                                                              : loaded[end].texts.columns)];
         }
-        if (score_block(calls, loaded, begin, end, threads, aggregating) != 0) goto failed;
+        if (score_block(calls, loaded, begin, end, threads, aggregating, keep) != 0) goto failed;
         for (size_t k = begin; k < end; k++) {
             PyObject *flagged = flagged_list(&loaded[k].flagged);
             if (flagged == NULL) goto failed;
             if (calls[k].exact.weights != NULL) flagged = with_exact_counts(flagged, &calls[k]);
             if (flagged == NULL) goto failed;
             PyList_SetItem(result, (Py_ssize_t)k, flagged);
-            drop_call(&loaded[k]);
+            drop_call(&loaded[k], keep);
         }
     }
     goto done;
 failed:
     Py_CLEAR(result);
 done:
-    for (size_t k = 0; loaded != NULL && k < count; k++) drop_call(&loaded[k]);
+    for (size_t k = 0; loaded != NULL && k < count; k++) drop_call(&loaded[k], keep);
     for (size_t k = 0; views != NULL && k < 4 * ready; k++)
         if (views[k].obj != NULL) PyBuffer_Release(&views[k]);
     for (size_t k = 0; calls != NULL && k < count; k++) free(calls[k].exact.counts);
     for (size_t k = 0; held != NULL && k < 2 * count; k++) Py_XDECREF(held[k]);
-    free(calls);
-    free(loaded);
-    free(views);
-    free(held);
+    keep_free(keep, calls, (count + 1) * sizeof(MbrCall));
+    keep_free(keep, loaded, (count + 1) * sizeof(Loaded));
+    keep_free(keep, views, (4 * count + 1) * sizeof(Py_buffer));
+    keep_free(keep, held, (2 * count + 1) * sizeof(PyObject *));
+    keep_settle(keep);
+    if (owner != NULL) owner->busy = 0;
     return result;
 }
 
 const char batch_doc[] =
     "batch(aggregating, hypothesis_sets, reference_sets, char_order, word_order, include_whitespace, beta,\n"
-    "      per_order_f, tolerance_bits, threads, outs)\n--\n\n"
+    "      per_order_f, tolerance_bits, threads, outs, buffers=None)\n--\n\n"
     "Minimum Bayes risk scores of every (hypotheses, references) set, each scored as alone. Pairwise: each\n"
     "out a writable C-contiguous buffer of len(hypotheses) x len(references) native doubles (row-major), every\n"
     "hypothesis against every reference. Aggregating: each out a (scores, counts, weights) triple, each\n"
@@ -366,4 +455,5 @@ const char batch_doc[] =
     "returns each set's list of the (flat) indices whose rounding could not be decided within 2^-tolerance_bits\n"
     "of the value, to be computed exactly. Texts come as counted (lowercased if the settings ask). The sets\n"
     "spread over `threads` threads of the kernel's pool without the GIL, a block of sets at a time; Ctrl-C stops\n"
-    "every set in flight within a chunk of rows.";
+    "every set in flight within a chunk of rows. With `buffers` (from buffers()), the call's big blocks are kept\n"
+    "there for the next call.";

@@ -126,24 +126,24 @@ static int build_postings(const Corpus *corpus, size_t columns, int char_order, 
 }
 
 int pairwise_scores(const Texts *texts, const Scoring *scoring, int threads, double *scores, Flagged *flagged,
-                    Pause pause, void *context) {
+                    Keep *keep, Pause pause, void *context) {
     const int orders = scoring->char_order + scoring->word_order;
     const size_t rows = texts->rows, columns = texts->columns;
     Run run;
     uint32_t *first = NULL;
     Posting *postings = NULL;
     Double2 *column_inverse = NULL;
-    int status = run_begin(&run, texts, scoring, threads, 0, columns * (size_t)orders + 1, pause, context);
+    size_t all = 0, reference_ngrams = 0;
+    int status = run_begin(&run, texts, scoring, threads, 0, columns * (size_t)orders + 1, keep, pause, context);
     if (status != 0) goto done;
     status = -1;
-    const size_t all = run.corpus.base[orders];
-    size_t reference_ngrams = 0;
+    all = run.corpus.base[orders];
     for (size_t j = 0; j < columns; j++)
         for (int o = 0; o < orders; o++)
             reference_ngrams += run.corpus.totals[(run.corpus.first_column + j) * orders + o];
-    first = calloc(all + 2, sizeof(uint32_t));
-    postings = malloc((reference_ngrams + 1) * sizeof(Posting));
-    column_inverse = malloc((columns * (size_t)orders + 1) * sizeof(Double2));
+    first = keep_alloc(keep, (all + 2) * sizeof(uint32_t), 1);
+    postings = keep_alloc(keep, (reference_ngrams + 1) * sizeof(Posting), 0);
+    column_inverse = keep_alloc(keep, (columns * (size_t)orders + 1) * sizeof(Double2), 0);
     if (!first || !postings || !column_inverse) goto done;
     for (size_t k = 0; k < columns * (size_t)orders; k++)
         column_inverse[k] = reciprocal(run.corpus.totals[run.corpus.first_column * (size_t)orders + k]);
@@ -158,8 +158,8 @@ int pairwise_scores(const Texts *texts, const Scoring *scoring, int threads, dou
     status = parallel_rows(rows, chunk < balanced ? chunk : balanced, run.threads, score_rows, &shared, pause,
                            context);
 done:
-    free(first);
-    free(postings);
-    free(column_inverse);
+    keep_free(keep, first, (all + 2) * sizeof(uint32_t));
+    keep_free(keep, postings, (reference_ngrams + 1) * sizeof(Posting));
+    keep_free(keep, column_inverse, (columns * (size_t)orders + 1) * sizeof(Double2));
     return run_end(&run, flagged, status);
 }

@@ -54,12 +54,12 @@ void pair_table_generation(PairTable *table, size_t keys) {
     }
 }
 
-int pair_table_room(PairTable *table, size_t keys) {
+int pair_table_room(PairTable *table, size_t keys, Keep *keep) {
     if (table->slots != NULL && 2 * (table->used + keys) <= table->size) return 0;
     size_t size = table->slots != NULL ? 2 * (size_t)table->size : 64;
     while (size < 2 * (table->used + keys)) size *= 2;
     if (size > UINT32_MAX) return -1;
-    Slot *grown = calloc(size, sizeof(Slot));
+    Slot *grown = keep_alloc(keep, size * sizeof(Slot), 1);
     if (grown == NULL) return -1;
     for (uint32_t i = 0; table->slots != NULL && i < table->size; i++) {
         const Slot slot = table->slots[i];
@@ -68,7 +68,7 @@ int pair_table_room(PairTable *table, size_t keys) {
         while (grown[at].stamp == 1) at = at + 1 == size ? 0 : at + 1;
         grown[at] = (Slot){slot.first, slot.second, slot.value, 1};
     }
-    free(table->slots);
+    keep_free(keep, table->slots, table->room * sizeof(Slot));
     table->slots = grown;
     table->room = size;
     table->size = (uint32_t)size;
