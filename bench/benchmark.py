@@ -76,7 +76,25 @@ def load_baseline(path: str) -> None:
                                                                                                 str(copy)))
     module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
     module.set_seed(int.from_bytes(os.urandom(8), "little"))
-    chrf_core.kernel.KERNELS[BASE] = chrf_core.kernel.NativeKernel(module)
+    chrf_core.kernel.KERNELS[BASE] = chrf_core.kernel.NativeKernel(module if hasattr(module, "buffers")
+                                                                   else WithoutBuffers(module))
+
+
+class WithoutBuffers:
+    """A kernel built before MBR buffers were kept between calls (issue 67): its batch takes none."""
+
+    def __init__(self, module: object) -> None:
+        self.module = module
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.module, name)
+
+    @staticmethod
+    def buffers() -> None:
+        return None
+
+    def batch(self, *arguments: object) -> object:
+        return self.module.batch(*arguments[:-1])  # type: ignore[attr-defined]
 
 
 def with_base(functions: dict[str, object]) -> dict[str, object]:

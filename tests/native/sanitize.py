@@ -163,6 +163,28 @@ class Failing(list):
         return list.__getitem__(self, index)
 
 
+# buffers kept between calls (keep.c: under ASan a kept block is poisoned until taken, then filled as fresh memory
+# is): calls of one shape, a larger one, a much smaller one, the references reversed, and none at all
+kept = native.buffers()
+for texts in (long_texts[:500], long_texts[:500], long_texts, long_texts[:30], long_texts[:500]):
+    for aggregating in (False, True):
+        rows = len(texts) if aggregating else min(40, len(texts))
+        out = ((numpy.empty(rows), numpy.empty((rows, 8, 3), dtype=numpy.int64), None) if aggregating
+               else numpy.empty((rows, len(texts))))
+        native.batch(aggregating, [texts[:rows]], [texts[::-1]], 6, 2, False, 2, 0, 80, 2, [out], kept)
+        expected = out[0].tolist() if aggregating else out.tolist()
+        native.batch(aggregating, [texts[:rows]], [texts[::-1]], 6, 2, False, 2, 0, 80, 2, [out], None)
+        assert (out[0].tolist() if aggregating else out.tolist()) == expected
+assert native.buffers_held(kept) > 0
+with contextlib.suppress(ValueError):
+    native.batch(False, [["a"]], [["a"]], 2, 0, False, 2, 0, 80, 1, [numpy.empty((1, 1))], "not buffers")
+for at in range(4):
+    texts = Failing(["ab c", "d", "e f", "g"], at)
+    with contextlib.suppress(RuntimeError):
+        native.batch(True, [long_texts[:300], texts], [long_texts[:300], ["z"] * 4], 3, 1, False, 2, 0, 80, 2,
+                     [(numpy.empty(300), numpy.empty((300, 4, 3), dtype=numpy.int64), None),
+                      (numpy.empty(4), numpy.empty((4, 4, 3), dtype=numpy.int64), None)], kept)
+del kept
 for at in range(4):
     texts = Failing(["ab c", "d", "e f", "g"], at)
     with contextlib.suppress(RuntimeError):

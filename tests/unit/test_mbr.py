@@ -338,3 +338,94 @@ except MemoryError as error:
 """], capture_output=True, text=True, timeout=300, env={"PYTHONPATH": str(ROOT / "layers" / "chrf_core")})
     assert done.stdout == "the results of 8 sets need 2,304,000,000 bytes, more than this process can allocate\n", (
         done.stdout + done.stderr)
+
+
+def native_kernel():
+    native_kernel_or_skip()
+    assert chrf_core.kernel.KERNEL == "native"
+    return chrf_core.kernel.KERNELS["native"]
+
+
+def minor_faults():
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+
+
+def test_repeated_mbr_calls_of_one_shape_reuse_the_kept_buffers_instead_of_faulting_fresh_pages_in():
+    """Issue 67 item 2: a call's corpus, tables and scratch are kept for the next call of the same shape. On
+    2df807e glibc gave them back after each call and the next faulted them in again (1,651 pages a weighted
+    aggregate of 1,024 samples, 0 since), which made some rows of make bench's table 8 bimodal."""
+    native = native_kernel()
+    samples = candidates(1024, seed=8)
+    weights = numpy.exp(numpy.random.default_rng(3).normal(-40, 5, len(samples)))
+    chrf = CHRF(word_order=2)
+    for call in (lambda: chrf.aggregate(samples, samples, threads=2),
+                 lambda: chrf.aggregate(samples, samples, weights=weights, threads=2)):
+        first = call()
+        pages = native.module.buffers_held(native.buffers()) / 4096
+        assert pages > 2000  # the call's big blocks (11 MB), kept
+        before = minor_faults()
+        for _ in range(5):
+            again = call()
+        assert (minor_faults() - before) / 5 < pages / 8  # 0 and 162 here (the weights' Python objects), not 1669
+        assert numpy.array_equal(first, again)
+
+
+def test_kept_buffers_are_given_back_after_a_much_smaller_call_and_on_release():
+    native = native_kernel()
+    samples = candidates(600, seed=9)
+    CHRF().aggregate(samples, samples)
+    assert native.module.buffers_held(native.buffers()) > 1 << 20
+    CHRF().aggregate(samples[:3], samples[:3])  # takes none of them back: every one freed after it
+    assert native.module.buffers_held(native.buffers()) == 0
+    CHRF().aggregate(samples, samples)
+    native.release_buffers()
+    assert native.module.buffers_held(native.buffers()) == 0  # a new, empty Keep
+
+
+def test_each_thread_keeps_its_own_buffers_and_concurrent_calls_score_as_alone():
+    import threading
+
+    native = native_kernel()
+    sets = [candidates(300, seed=seed, source=seed % 3) for seed in range(4)]
+    alone = [CHRF(word_order=2).aggregate(texts, texts, threads=1).tolist() for texts in sets]
+    found, kept = {}, {}
+
+    def score(index):
+        for _ in range(3):
+            found[index] = CHRF(word_order=2).aggregate(sets[index], sets[index], threads=1).tolist()
+        kept[index] = native.buffers()
+
+    threads = [threading.Thread(target=score, args=(index,)) for index in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert [found[index] for index in range(4)] == alone
+    assert len({id(buffers) for buffers in kept.values()} | {id(native.buffers())}) == 5
+
+
+def test_a_call_made_while_its_buffers_are_in_use_keeps_none_and_scores_the_same():
+    """A sequence whose items call back into the kernel (with the same buffers) while the outer call reads them."""
+    native = native_kernel()
+    module, kept = native.module, native.buffers()
+    inner = []
+
+    class Reentrant(list):
+        def __getitem__(self, index):
+            scores = numpy.empty(2)
+            inner.append(module.batch(True, [["a b", "c"]], [["a b", "c d"]], 6, 0, False, 2, 0, 80, 1,
+                                      [(scores, numpy.empty((2, 6, 3), dtype=numpy.int64), None)], kept))
+            inner.append(scores.tolist())
+            return list.__getitem__(self, index)
+
+    texts = candidates(40, seed=10)
+    scores = numpy.empty(40)
+    module.batch(True, [Reentrant(texts)], [texts], 6, 0, False, 2, 0, 80, 2,
+                 [(scores, numpy.empty((40, 6, 3), dtype=numpy.int64), None)], kept)
+    assert scores.tolist() == CHRF().aggregate(texts, texts).tolist()
+    assert inner[1] == CHRF().aggregate(["a b", "c"], ["a b", "c d"]).tolist()
+    with pytest.raises(ValueError, match="PyCapsule"):
+        module.batch(True, [["a"]], [["a"]], 6, 0, False, 2, 0, 80, 1,
+                     [(numpy.empty(1), numpy.empty((1, 6, 3), dtype=numpy.int64), None)], "not buffers")

@@ -16,9 +16,27 @@
 #include <stdlib.h>
 #include <string.h>
 
+#if defined(__SANITIZE_ADDRESS__) /* make sanitize: a kept block unusable until taken, then only its size, filled */
+#include <sanitizer/asan_interface.h>
+#define KEPT(block, size) ASAN_POISON_MEMORY_REGION(block, size)
+#define TAKEN(block, capacity, size)                                                                               \
+    do {                                                                                                           \
+        ASAN_UNPOISON_MEMORY_REGION(block, size);                                                                  \
+        memset(block, 0xBE, size); /* as ASan fills fresh memory: a read of what nobody wrote shows */             \
+    } while (0)
+#else
+#define KEPT(block, size) \
+    do {                  \
+    } while (0)
+#define TAKEN(block, capacity, size) \
+    do {                             \
+    } while (0)
+#endif
+
 #define KEEP_SMALLEST ((size_t)32 << 10) /* smaller blocks are malloc's alone */
 #define KEEP_BYTES ((size_t)256 << 20)   /* kept between calls at most, else all given back */
 #define KEEP_BLOCKS 256                  /* blocks kept at once at most */
+#define HEADER 64 /* a kept-size block's capacity, before the bytes handed out (64 bytes: their alignment kept) */
 
 typedef struct {
     unsigned char *block; /* its header */
@@ -43,15 +61,18 @@ Keep *keep_new(void) {
     return keep;
 }
 
+/* A kept block freed (ASan's poison lifted first: free checks its bytes' state). */
+static void release(const Kept *kept) {
+    TAKEN(kept->block + HEADER, kept->size, kept->size);
+    free(kept->block);
+}
+
 void keep_delete(Keep *keep) {
     if (keep == NULL) return;
-    for (size_t k = 0; k < keep->count; k++) free(keep->kept[k].block);
+    for (size_t k = 0; k < keep->count; k++) release(&keep->kept[k]);
     pthread_mutex_destroy(&keep->lock);
     free(keep);
 }
-
-/* A kept-size block: its capacity in a header before the bytes handed out (64 bytes: alignment kept). */
-#define HEADER 64
 
 static void *fresh(size_t size, int zeroed) {
     unsigned char *block = zeroed ? calloc(1, HEADER + size) : malloc(HEADER + size);
@@ -76,6 +97,7 @@ void *keep_alloc(Keep *keep, size_t size, int zeroed) {
     }
     pthread_mutex_unlock(&keep->lock);
     if (block == NULL) return fresh(size, zeroed);
+    TAKEN(block + HEADER, *(size_t *)block, size);
     if (zeroed) memset(block + HEADER, 0, size);
     return block + HEADER;
 }
@@ -91,6 +113,7 @@ void keep_free(Keep *keep, void *given, size_t size) {
     pthread_mutex_lock(&keep->lock);
     if (keep->count < KEEP_BLOCKS) {
         keep->kept[keep->count++] = (Kept){block, *(size_t *)block, keep->stamp};
+        KEPT(block + HEADER, *(size_t *)block);
         block = NULL;
     }
     pthread_mutex_unlock(&keep->lock);
@@ -112,7 +135,7 @@ void keep_settle(Keep *keep) {
     for (size_t k = 0; k < keep->count; k++) total += keep->kept[k].size;
     for (size_t k = 0; k < keep->count; k++) {
         if (keep->kept[k].stamp == keep->stamp && total <= KEEP_BYTES) keep->kept[kept++] = keep->kept[k];
-        else free(keep->kept[k].block);
+        else release(&keep->kept[k]);
     }
     keep->count = kept;
     if (++keep->stamp == 0) keep->stamp = 1;
