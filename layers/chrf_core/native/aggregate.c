@@ -37,6 +37,7 @@
 #define NGRAMS_PER_PAUSE (POLL_MASK + 1) /* hypothesis n-grams scored between two pauses: kernel.h's interval */
 #define EXACT_DOUBLES 9007199254740992.0 /* 2^53: counts from here on are flagged for exact computation */
 #define SMALLEST_WEIGHTED 0x1p-400       /* a nonzero weighted count below it is flagged for exact computation */
+#define THREADED_POINTS ((size_t)1 << 14) /* fewer code points in all: one thread (starting one would cost more) */
 
 typedef struct {
     const Scoring *scoring;
@@ -226,24 +227,39 @@ static int score_weighted_hypotheses(void *shared, int worker, size_t from, size
     return 0;
 }
 
-/* Rows [from, to) against the references' summed counts (a RowsTask): scores and integer counts. */
+/* Rows [from, to) against the references' summed counts (a RowsTask): scores and integer counts. A hypothesis'
+   matches in one pass over its n-grams, without gathering its distinct ones first: min(R h_g, S_g) is the sum, over
+   g's k-th occurrence in it (k = 1 .. h_g), of min(R, S_g - R (k - 1)) while that is positive (each occurrence adds
+   what it newly matches), its occurrences so far counted in the worker's scratch (where, valid where seen is i). */
 static int score_hypotheses(void *shared, int worker, size_t from, size_t to) {
     const Aggregate *a = shared;
     Scratch *s = &a->run->scratch[worker];
     const Corpus *corpus = &a->run->corpus;
-    const int orders = a->orders;
-    const size_t *base = corpus->base;
+    const int orders = a->orders, char_order = a->scoring->char_order;
     const uint64_t r = a->references;
     for (size_t i = from; i < to; i++) {
-        size_t distinct = distinct_ngrams(corpus, i, a->scoring->char_order, orders, (uint32_t)i, s->seen,
-                                          s->where, s->entries);
+        const uint32_t mark = (uint32_t)i;
         uint64_t matches[MAX_ORDERS] = {0};
-        for (size_t e = 0; e < distinct; e++) {
-            const size_t row = s->entries[e].reference;
-            int o = 0;
-            while (row >= base[o + 1]) o++;
-            const uint64_t mine = r * s->entries[e].count, theirs = a->summed[row];
-            matches[o] += mine < theirs ? mine : theirs;
+        for (int o = 0; o < orders; o++) {
+            const int kind = o >= char_order, n = kind ? o - char_order + 1 : o + 1;
+            const uint32_t *ids = corpus->classes[kind] + (size_t)(n - 1) * corpus->stride[kind];
+            const uint32_t *summed = a->summed + corpus->base[o];
+            uint32_t *seen = s->seen + corpus->base[o], *times = s->where + corpus->base[o];
+            const size_t first = corpus->unit_start[kind][i], end = corpus->unit_start[kind][i + 1];
+            uint64_t matched = 0;
+            for (size_t u = first; u + (size_t)(n - 1) < end; u++) {
+                const uint32_t c = ids[u];
+                uint64_t before = 0; /* R x its occurrences before this one */
+                if (seen[c] != mark) {
+                    seen[c] = mark;
+                    times[c] = 1;
+                } else {
+                    before = r * times[c]++;
+                }
+                const uint64_t theirs = summed[c];
+                if (theirs > before) matched += theirs - before < r ? theirs - before : r;
+            }
+            matches[o] = matched;
         }
         int64_t *counts = a->counts + i * 3 * (size_t)orders;
         int inexact = 0;
@@ -306,6 +322,7 @@ int aggregate_scores(const Texts *texts, const Scoring *scoring, const Double2 *
     for (int o = 0; o < orders; o++) weighted_ngrams[o] = d2_of(0.0);
     size_t rows_weighted = 0;           /* weighted_sums' */
     Scoring weighted_scoring = *scoring; /* with weights, its tolerance from the error bound (above) */
+    if (texts->start[texts->rows + (texts->same ? 0 : columns)] < THREADED_POINTS) threads = 1;
     int status = run_begin(&run, texts, scoring, threads, weights == NULL, 0, keep, pause, context);
     if (status != 0) goto done;
     status = -1;

@@ -68,12 +68,24 @@ static int room_for(uint32_t **values, size_t *room, size_t count, int fill, Kee
     return 0;
 }
 
-/* The class of an n-gram of class `below` (NO_CLASS at order 1: then the unit's own class) followed by `unit`, by
-   the kernel's one refinement step (the order's table has room). */
-static inline uint32_t class_of(Order *order, uint32_t below, uint32_t unit) {
-    return below != NO_CLASS ? refine(order->memo + 2 * (size_t)below, &order->pairs, NULL, 0, 0, below, unit,
-                                      &order->ids, 0, NULL)
-                             : pair_intern(&order->pairs, NO_CLASS, unit, &order->ids); /* every position */
+/* The class of an n-gram of class `below` followed by `unit` that its memo does not hold: by the kernel's one
+   refinement step (the order's table has room). Out of line: the loop below keeps the memo's hits in registers. */
+static uint32_t class_looked_up(Order *order, uint32_t below, uint32_t unit) {
+    return refine(order->memo + 2 * (size_t)below, &order->pairs, NULL, 0, 0, below, unit, &order->ids, 0, NULL);
+}
+
+/* Order n's classes of positions [from, to) into now: from the classes below (n > 1) or the units alone. */
+static void classes_of(Order *order, const uint32_t *below, const uint32_t *units, uint32_t *now, size_t from,
+                       size_t to) {
+    if (below == NULL) {
+        for (size_t i = from; i < to; i++) now[i] = pair_intern(&order->pairs, NO_CLASS, units[i], &order->ids);
+        return;
+    }
+    const uint32_t *memo = order->memo;
+    for (size_t i = from; i < to; i++) {
+        const uint32_t c = below[i], unit = units[i], *mine = memo + 2 * (size_t)c;
+        now[i] = mine[0] == unit ? mine[1] : class_looked_up(order, c, unit);
+    }
 }
 
 /* Whether to stop: asked on the calling thread only, after about 2^20 units of its own. */
@@ -115,7 +127,9 @@ static int order_stage(Build *b, int kind, int n, size_t k, uint32_t below_ids, 
     const size_t stride = corpus->stride[kind];
     uint32_t *now = corpus->classes[kind] + (size_t)(n - 1) * stride;
     const uint32_t *below = n > 1 ? now - stride : NULL, *units = corpus->units[kind] + (n - 1);
-    int status = n > 1 && room_for(&order.memo, &order.memo_room, 2 * (size_t)below_ids, 0xFF, corpus->keep) < 0 ? -1 : 0;
+    int status = n > 1 && room_for(&order.memo, &order.memo_room, 2 * (size_t)below_ids, 0xFF, corpus->keep) < 0
+                     ? -1
+                     : 0;
     for (size_t t = b->chunk_first[k]; status == 0 && t < b->chunk_first[k + 1]; t++) {
         const size_t from = corpus->unit_start[kind][t], to = corpus->unit_start[kind][t + 1];
         const int column = b->count_columns && t >= corpus->first_column;
@@ -128,11 +142,8 @@ static int order_stage(Build *b, int kind, int n, size_t k, uint32_t below_ids, 
                 status = -1;
                 break;
             }
-            for (size_t i = part; i < end; i++) {
-                const uint32_t id = class_of(&order, below != NULL ? below[i] : NO_CLASS, units[i]);
-                now[i] = id;
-                if (column) order.counts[id]++;
-            }
+            classes_of(&order, below, units, now, part, end);
+            for (size_t i = part; column && i < end; i++) order.counts[now[i]]++;
             if (status == 0 && pause_within(b, worker, end - part)) status = 1;
         }
     }
