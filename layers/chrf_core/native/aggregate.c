@@ -188,22 +188,35 @@ done:
 
 static inline int below_range(Double2 count) { return count.hi > 0.0 && count.hi < SMALLEST_WEIGHTED; }
 
+/* A hypothesis n-gram's weighted matches: min(its count, the references' weighted count). */
+static inline Double2 weighted_match(const Aggregate *a, const Posting *entry) {
+    const Double2 mine = d2_of(entry->count), theirs = a->weighted_sums[entry->reference];
+    return d2_less(mine, theirs) ? mine : theirs;
+}
+
 /* One hypothesis against the weighted references: its score (counts are not integers, so none are written);
-   *outside set when a nonzero weighted count it uses is below the range the score is computed in. */
+   *outside set when a nonzero weighted count it uses is below the range the score is computed in. Its distinct
+   n-grams come order by order (distinct_ngrams); each order's matches are summed in four chains, so that an
+   addition waits for the one four entries back (a sum of positive terms all the same: the bound above holds). */
 static Double2 weighted_score(const Aggregate *a, const Scratch *s, size_t i, size_t distinct, int *outside) {
     const Corpus *corpus = &a->run->corpus;
     const int orders = a->orders;
-    Double2 values[3 * MAX_ORDERS];
-    for (int o = 0; o < 3 * orders; o++) values[o] = d2_of(0.0);
-    Double2 *hyp = values, *ref = values + orders, *matches = values + 2 * orders;
-    for (size_t e = 0; e < distinct; e++) {
-        const size_t row = s->entries[e].reference;
-        int o = 0;
-        while (row >= corpus->base[o + 1]) o++;
-        const Double2 mine = d2_of(s->entries[e].count), theirs = a->weighted_sums[row];
-        matches[o] = d2_add_positive(matches[o], d2_less(mine, theirs) ? mine : theirs);
-    }
+    const Posting *entries = s->entries;
+    Double2 hyp[MAX_ORDERS], ref[MAX_ORDERS], matches[MAX_ORDERS];
+    size_t e = 0;
     for (int o = 0; o < orders; o++) {
+        const size_t end_row = corpus->base[o + 1];
+        size_t last = e; /* the order's entries are [e, last) */
+        while (last < distinct && entries[last].reference < end_row) last++;
+        Double2 chain[4] = {d2_of(0.0), d2_of(0.0), d2_of(0.0), d2_of(0.0)};
+        for (; e + 4 <= last; e += 4) {
+            chain[0] = d2_add_positive(chain[0], weighted_match(a, &entries[e]));
+            chain[1] = d2_add_positive(chain[1], weighted_match(a, &entries[e + 1]));
+            chain[2] = d2_add_positive(chain[2], weighted_match(a, &entries[e + 2]));
+            chain[3] = d2_add_positive(chain[3], weighted_match(a, &entries[e + 3]));
+        }
+        for (; e < last; e++) chain[0] = d2_add_positive(chain[0], weighted_match(a, &entries[e]));
+        matches[o] = d2_add_positive(d2_add_positive(chain[0], chain[1]), d2_add_positive(chain[2], chain[3]));
         hyp[o] = d2_of(corpus->totals[i * (size_t)orders + o]);
         ref[o] = a->weighted_ngrams[o];
         *outside |= below_range(matches[o]) || below_range(ref[o]);
