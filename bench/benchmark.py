@@ -445,7 +445,14 @@ def weighted_rows(rounds: int) -> None:
             worst = max(worst, ratio)
             label = f"source {source}, " + ("a share below 2^-400" if name == "tiny" else f"sd {name}")
             print(f"{label:<34}{best[name] * 1000:>9.1f}ms{best['plain'] * 1000:>10.1f}ms{ratio:>7.2f}x")
-    print(f"  (the worst weighted call: {worst:.2f}x the unweighted one)")
+    print(f"  (the worst weighted call: {worst:.2f}x the unweighted one)\n")
+    mbrs_python = ROOT / ".venv-mbrs" / "bin" / "python"
+    if not mbrs_python.exists():
+        print("   (no .venv-mbrs for mbrs' own decoder with reference_lprobs: make setup-mbrs)")
+        return
+    script, layer = ROOT / "bench" / "mbrs_weighted.py", ROOT / "layers" / "chrf_core"
+    ran = subprocess.run([str(mbrs_python), str(script), str(layer)], capture_output=True, text=True, timeout=1800)
+    print(ran.stdout.rstrip() if ran.returncode == 0 else f"   (mbrs_weighted.py failed: {ran.stderr[-500:]})")
 
 
 def threads_table(rounds: int, cores: int) -> None:

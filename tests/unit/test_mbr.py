@@ -380,7 +380,7 @@ def test_kept_buffers_are_given_back_after_a_much_smaller_call_and_on_release():
     CHRF().aggregate(samples[:3], samples[:3])  # takes none of them back: every one freed after it
     assert native.module.buffers_held(native.buffers()) == 0
     CHRF().aggregate(samples, samples)
-    native.release_buffers()
+    chrf_core.mbr.release_buffers()
     assert native.module.buffers_held(native.buffers()) == 0  # a new, empty Keep
 
 

@@ -185,6 +185,16 @@ def batch(settings: Settings, pairwise_sets: bool, hypothesis_sets: Iterable[Seq
     return chosen().aggregate_batch(sets, settings, score, threads)
 
 
+def release_buffers() -> None:
+    """Give back now the MBR buffers the native kernel keeps for the calling thread between calls (else given back
+    when the thread ends, or after a call that needs much less)."""
+    from .kernel import KERNELS
+
+    native = KERNELS.get("native")
+    if native is not None:
+        native.release_buffers()  # type: ignore[attr-defined]
+
+
 def room_for_results(floats: int, sets: int) -> None:
     """A MemoryError at once, naming the size, when the results of a batch cannot all be held (they are, until the
     call returns): the whole is allocated once, before any counting, then given back."""

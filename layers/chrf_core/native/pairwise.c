@@ -105,6 +105,7 @@ static int score_rows(void *shared, int worker, size_t from, size_t to) {
 }
 
 #define DENSE_COLUMNS 64 /* references at most for dense counts */
+#define DENSE_FEWEST 8   /* and at least (fewer: their postings are as short as a block is wide) */
 #define LANES 16         /* dense counts' references padded to a multiple of it (a block the compiler makes wide) */
 #define DENSE_MOST 32767 /* the most n-grams a text may have for dense counts: every count and sum is an int16_t */
 
@@ -163,13 +164,13 @@ static int score_rows_dense(void *shared, int worker, size_t from, size_t to) {
     return 0;
 }
 
-/* With at most DENSE_COLUMNS references and texts of at most DENSE_MOST n-grams, the rows that many of them hold
-   (postings for at least a quarter of them: MBR samples' common n-grams), each made a row of every reference's
-   count (padded to LANES). dense_row (all + 1 entries) gives a row's place among them or NO_CLASS. Their number, 0
-   for none (the postings alone then), or -1 when out of memory. */
+/* With DENSE_FEWEST to DENSE_COLUMNS references and texts of at most DENSE_MOST n-grams, the rows that many of
+   them hold (postings for at least a quarter of them: MBR samples' common n-grams), each made a row of every
+   reference's count (padded to LANES). dense_row (all + 1 entries) gives a row's place among them or NO_CLASS.
+   Their number, 0 for none (the postings alone then), or -1 when out of memory. */
 static long dense_counts(const Corpus *corpus, const uint32_t *first, const Posting *postings, size_t all,
                          size_t columns, Keep *keep, uint32_t **dense_row, int16_t **dense) {
-    if (columns > DENSE_COLUMNS || corpus->longest > DENSE_MOST) return 0;
+    if (columns > DENSE_COLUMNS || columns < DENSE_FEWEST || corpus->longest > DENSE_MOST) return 0;
     size_t long_rows = 0;
     for (size_t row = 0; row < all; row++) long_rows += (first[row + 1] - first[row]) * 4 >= columns;
     if (long_rows == 0) return 0;
