@@ -136,9 +136,10 @@ static int order_stage(Build *b, int kind, int n, size_t k, uint32_t below_ids, 
         const size_t last = to - from >= (size_t)n ? to - (size_t)(n - 1) : from; /* n-grams start before it */
         for (size_t part = from; status == 0 && part < last; part += POLL_MASK + 1) { /* pausing within a text */
             const size_t end = last - part > POLL_MASK + 1 ? part + POLL_MASK + 1 : last;
-            if (pair_table_room(&order.pairs, end - part, corpus->keep) < 0 || /* room for every key and class the part can make */
-                (b->count_columns &&
-                 room_for(&order.counts, &order.counts_room, (size_t)order.ids + (end - part) + 1, 0, corpus->keep) < 0)) {
+            /* room for every key and class the part can make */
+            if (pair_table_room(&order.pairs, end - part, corpus->keep) < 0 ||
+                (b->count_columns && room_for(&order.counts, &order.counts_room, (size_t)order.ids + (end - part) + 1,
+                                              0, corpus->keep) < 0)) {
                 status = -1;
                 break;
             }

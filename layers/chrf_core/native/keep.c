@@ -6,9 +6,10 @@
  * need, or not, from run to run.
  *
  * A block is kept only from KEEP_SMALLEST bytes (malloc recycles smaller ones itself); it carries its capacity. A
- * request takes the smallest kept block that holds it and is at most twice its size (else malloc's). After a call (keep_settle) the blocks it
- * did not take are freed (a call that needs much less gives the rest back), and all of them when together they pass
- * KEEP_BYTES. Threads share a Keep under its lock (a few dozen big blocks a call). No Python here.
+ * request takes the smallest kept block that holds it and is at most twice its size (else malloc's). After a call
+ * (keep_settle) the blocks it did not take are freed (a call that needs much less gives the rest back), and all of
+ * them when together they pass KEEP_BYTES. Threads share a Keep under its lock (a few dozen big blocks a call). No
+ * Python here.
  */
 #include "kernel.h"
 

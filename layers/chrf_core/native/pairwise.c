@@ -177,7 +177,13 @@ static long dense_counts(const Corpus *corpus, const uint32_t *first, const Post
     const size_t lanes = padded(columns);
     *dense_row = keep_alloc(keep, (all + 1) * sizeof(uint32_t), 0);
     *dense = keep_alloc(keep, long_rows * lanes * sizeof(int16_t), 1);
-    if (*dense_row == NULL || *dense == NULL) return -1;
+    if (*dense_row == NULL || *dense == NULL) { /* given back here: the caller frees nothing of a -1 */
+        keep_free(keep, *dense_row, (all + 1) * sizeof(uint32_t));
+        keep_free(keep, *dense, long_rows * lanes * sizeof(int16_t));
+        *dense_row = NULL;
+        *dense = NULL;
+        return -1;
+    }
     uint32_t made = 0;
     for (size_t row = 0; row < all; row++) {
         (*dense_row)[row] = NO_CLASS;
