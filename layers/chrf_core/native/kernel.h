@@ -6,22 +6,23 @@
  * The files in reading order, each calling and including only those above it:
  *
  *   1. kernel.h      the shared types: Work (one call's buffers), the pause convention, the pair table's type
- *   2. tables.c      the one pair table, the word token table and chrF++.py's tokenizer, the buffers
- *   3. classes.h     the one class-refinement step (refine: memo, direct table, pair table), the histogram start
+ *   2. keep.c        big buffers kept between MBR calls (the Keep: blocks given back, taken again)
+ *   3. tables.c      the one pair table, the word token table and chrF++.py's tokenizer, the buffers
+ *   4. classes.h     the one class-refinement step (refine: memo, direct table, pair table), the histogram start
  *                    (count_by_code) and dense ranks
- *   4. counting.c    one hypothesis against one reference, order by order over the positions that can still match
- *   5. systems.c     one reference against several systems' hypotheses, the reference counted once
- *   6. double2.h     double-double arithmetic
- *   7. mbr.h         minimum Bayes risk decoding's types: the texts, the corpus, a run, the pool's schedules
- *   8. scores.c      scores in double-double, rounded once, undecided ones flagged for exact computation
- *   9. threads.c     the one pool of threads, running a schedule's tasks; rows in chunks (parallel_rows)
- *  10. corpus_ids.c  the corpus builder: every text's n-grams as class ids, a wavefront of stages on the pool
- *  11. corpus.c      an MBR call's run: the corpus and each thread's scratch, begun and ended; distinct n-grams
- *  12. pairwise.c    every hypothesis against every reference, through the references' postings
- *  13. aggregate.c   every hypothesis against the references' summed (or weighted) counts
- *  14. module.h      the CPython glue's shared part (Limited API 3.11: one _kernel.abi3.so for Python 3.11 on)
- *  15. module_mbr.c  the MBR entry point: texts copied out once, the work done without the GIL
- *  16. module.c      the module: counting's entry points, and its method table
+ *   5. counting.c    one hypothesis against one reference, order by order over the positions that can still match
+ *   6. systems.c     one reference against several systems' hypotheses, the reference counted once
+ *   7. double2.h     double-double arithmetic
+ *   8. mbr.h         minimum Bayes risk decoding's types: the texts, the corpus, a run, the pool's schedules
+ *   9. scores.c      scores in double-double, rounded once, undecided ones flagged for exact computation
+ *  10. threads.c     the one pool of threads, running a schedule's tasks; rows in chunks (parallel_rows)
+ *  11. corpus_ids.c  the corpus builder: every text's n-grams as class ids, a wavefront of stages on the pool
+ *  12. corpus.c      an MBR call's run: the corpus and each thread's scratch, begun and ended; distinct n-grams
+ *  13. pairwise.c    every hypothesis against every reference, through the references' postings (or dense counts)
+ *  14. aggregate.c   every hypothesis against the references' summed (or weighted) counts
+ *  15. module.h      the CPython glue's shared part (Limited API 3.11: one _kernel.abi3.so for Python 3.11 on)
+ *  16. module_mbr.c  the MBR entry point: texts copied out once, the work done without the GIL
+ *  17. module.c      the module: counting's entry points, and its method table
  *
  * (tests/unit/test_kernel_files.py holds the files to this order.)
  */
