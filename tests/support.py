@@ -127,3 +127,14 @@ def contract_part(document):
     the contract's output object alone, in its key order."""
     keys = CONTRACT["output_schema"]["properties"]
     return {key: value for key, value in document.items() if key in keys}
+
+
+def finished_execution(stepfunctions, arn, seconds=60):
+    """A Step Functions execution described once it is no longer RUNNING (polled; failing past `seconds`)."""
+    import time
+
+    deadline = time.monotonic() + seconds
+    while (described := stepfunctions.describe_execution(executionArn=arn))["status"] == "RUNNING":
+        assert time.monotonic() < deadline, described
+        time.sleep(0.05)
+    return described

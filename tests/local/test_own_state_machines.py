@@ -24,6 +24,7 @@ import pytest
 from botocore.exceptions import ClientError
 from service_model import checking
 from support import ROOT
+from support import finished_execution as finished
 
 EXAMPLE = ROOT / "examples" / "evaluation-pipeline"
 ROLE = "arn:aws:iam::123456789012:role/local"
@@ -50,14 +51,6 @@ def sfn(endpoint):
     client.problems = checking(client)
     yield client
     assert client.problems == [] and client.problems.checked > 20
-
-
-def finished(sfn, arn, seconds=60):
-    deadline = time.monotonic() + seconds
-    while (described := sfn.describe_execution(executionArn=arn))["status"] == "RUNNING":
-        assert time.monotonic() < deadline, described
-        time.sleep(0.05)
-    return described
 
 
 def error_of(call, **arguments):

@@ -24,6 +24,7 @@ import pytest
 from botocore.exceptions import ClientError
 from service_model import checking
 from support import ROOT
+from support import finished_execution as wait
 
 from chrf_components_local.server import make_server
 
@@ -44,14 +45,6 @@ def clients(endpoint):
 def machine_arn(stepfunctions):
     (machine,) = stepfunctions.list_state_machines()["stateMachines"]
     return machine["stateMachineArn"]
-
-
-def wait(stepfunctions, arn, seconds=60):
-    deadline = time.monotonic() + seconds
-    while (described := stepfunctions.describe_execution(executionArn=arn))["status"] == "RUNNING":
-        assert time.monotonic() < deadline, described
-        time.sleep(0.1)
-    return described
 
 
 def execution_input(key=INPUT_KEY, report=REPORT_KEY):

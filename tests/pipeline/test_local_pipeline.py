@@ -18,7 +18,7 @@ from pathlib import Path
 import chrf_core
 import pytest
 from processes import alive, children_of
-from support import ROOT
+from support import ROOT, finished_execution
 
 CLI = Path(sys.executable).parent / "chrf-components"
 DATA = ROOT / "tests" / "data" / "popovic"
@@ -270,8 +270,7 @@ def test_the_pre_check_measures_a_batch_as_the_runner_does_and_names_the_files_l
         arn = stepfunctions.start_execution(stateMachineArn=stack.outputs["CorpusPipelineArn"], input=json.dumps(
             {"input": {"bucket": "corpusbucket", "key": "inputs/over.jsonl"}, "settings": chrf_core.CHRF().as_dict(),
              "output": {"bucket": "corpusbucket", "key": "reports/over.json"}}))["executionArn"]
-        while (described := stepfunctions.describe_execution(executionArn=arn))["status"] == "RUNNING":
-            time.sleep(0.1)
+        described = finished_execution(stepfunctions, arn)
     assert (described["status"], described["error"]) == ("FAILED", "States.ItemReaderFailed")
     assert f"line 2: a batch of this item alone takes {chrf_core.MAX_TEXT_BYTES + 1} bytes" in described["cause"]
 

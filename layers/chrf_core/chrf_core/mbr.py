@@ -188,11 +188,11 @@ def batch(settings: Settings, pairwise_sets: bool, hypothesis_sets: Iterable[Seq
 def release_buffers() -> None:
     """Give back now the MBR buffers the native kernel keeps for the calling thread between calls (else given back
     when the thread ends, or after a call that needs much less)."""
-    from .kernel import KERNELS
+    from .kernel import KERNELS, NativeKernel
 
     native = KERNELS.get("native")
-    if native is not None:
-        native.release_buffers()  # type: ignore[attr-defined]
+    if isinstance(native, NativeKernel):
+        native.release_buffers()
 
 
 def room_for_results(floats: int, sets: int) -> None:

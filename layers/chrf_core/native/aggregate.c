@@ -111,7 +111,7 @@ static int exact_recount(const Aggregate *a, const uint32_t *weights, int limbs,
         /* the group's entries, kept in order: each row's header (its index, its number of n-grams), its n-grams */
         while (end < count) {
             const size_t i = rows[end];
-            const size_t distinct = distinct_ngrams(corpus, i, a->scoring->char_order, orders, (uint32_t)(end - first),
+            const size_t distinct = distinct_ngrams(corpus, i, orders, (uint32_t)(end - first),
                                                     s->seen, s->where, s->entries);
             size_t fresh = 0;
             for (size_t e = 0; e < distinct; e++) fresh += slot_of[s->entries[e].reference] == NO_SLOT;
@@ -134,8 +134,8 @@ static int exact_recount(const Aggregate *a, const uint32_t *weights, int limbs,
         free(sums);
         if ((sums = calloc(slots ? slots * (size_t)width : 1, sizeof(uint32_t))) == NULL) goto done;
         for (int o = 0; o < orders; o++) { /* S_g for the group's n-grams: a pass over the references' n-grams */
-            const int kind = o >= a->scoring->char_order, n = kind ? o - a->scoring->char_order + 1 : o + 1;
-            const uint32_t *ids = corpus->classes[kind] + (size_t)(n - 1) * corpus->stride[kind];
+            const int kind = order_kind(corpus, o), n = order_n(corpus, o);
+            const uint32_t *ids = order_ids(corpus, o);
             for (size_t j = 0; j < columns; j++) {
                 if (pause_now(counted, &next_pause, pause, context)) {
                     status = 1;
@@ -229,7 +229,7 @@ static int score_weighted_hypotheses(void *shared, int worker, size_t from, size
     const Aggregate *a = shared;
     Scratch *s = &a->run->scratch[worker];
     for (size_t i = from; i < to; i++) {
-        size_t distinct = distinct_ngrams(&a->run->corpus, i, a->scoring->char_order, a->orders, (uint32_t)i, s->seen,
+        size_t distinct = distinct_ngrams(&a->run->corpus, i, a->orders, (uint32_t)i, s->seen,
                                           s->where, s->entries);
         int outside = 0;
         const Double2 value = weighted_score(a, s, i, distinct, &outside);
@@ -248,15 +248,14 @@ static int score_hypotheses(void *shared, int worker, size_t from, size_t to) {
     const Aggregate *a = shared;
     Scratch *s = &a->run->scratch[worker];
     const Corpus *corpus = &a->run->corpus;
-    const int orders = a->orders, char_order = a->scoring->char_order;
+    const int orders = a->orders;
     const uint64_t r = a->references;
     for (size_t i = from; i < to; i++) {
         const uint32_t mark = (uint32_t)i;
         uint64_t matches[MAX_ORDERS] = {0};
         for (int o = 0; o < orders; o++) {
-            const int kind = o >= char_order, n = kind ? o - char_order + 1 : o + 1;
-            const uint32_t *ids = corpus->classes[kind] + (size_t)(n - 1) * corpus->stride[kind];
-            const uint32_t *summed = a->summed + corpus->base[o];
+            const int kind = order_kind(corpus, o), n = order_n(corpus, o);
+            const uint32_t *ids = order_ids(corpus, o), *summed = a->summed + corpus->base[o];
             uint32_t *seen = s->seen + corpus->base[o], *times = s->where + corpus->base[o];
             const size_t first = corpus->unit_start[kind][i], end = corpus->unit_start[kind][i + 1];
             uint64_t matched = 0;
@@ -307,8 +306,8 @@ static int weigh_order(void *shared, size_t job, int worker, Pause pause, void *
     const Weighing *w = shared;
     const Corpus *corpus = w->corpus;
     const int o = (int)job, orders = w->scoring->char_order + w->scoring->word_order;
-    const int kind = o >= w->scoring->char_order, n = kind ? o - w->scoring->char_order + 1 : o + 1;
-    const uint32_t *ids = corpus->classes[kind] + (size_t)(n - 1) * corpus->stride[kind];
+    const int kind = order_kind(corpus, o), n = order_n(corpus, o);
+    const uint32_t *ids = order_ids(corpus, o);
     Double2 *sums = w->weighted_sums + corpus->base[o], ngrams = d2_of(0.0);
     size_t counted = 0, next_pause = 0;
     for (size_t j = 0; j < w->columns; j++) {

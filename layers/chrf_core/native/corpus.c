@@ -8,13 +8,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-size_t distinct_ngrams(const Corpus *corpus, size_t t, int char_order, int orders, uint32_t mark, uint32_t *seen,
+size_t distinct_ngrams(const Corpus *corpus, size_t t, int orders, uint32_t mark, uint32_t *seen,
                        uint32_t *where, Posting *entries) {
     const size_t *base = corpus->base;
     size_t distinct = 0;
     for (int o = 0; o < orders; o++) {
-        int kind = o >= char_order, n = kind ? o - char_order + 1 : o + 1;
-        const uint32_t *ids = corpus->classes[kind] + (size_t)(n - 1) * corpus->stride[kind];
+        const int kind = order_kind(corpus, o), n = order_n(corpus, o);
+        const uint32_t *ids = order_ids(corpus, o);
         const size_t from = corpus->unit_start[kind][t], to = corpus->unit_start[kind][t + 1];
         for (size_t i = from; i + (size_t)(n - 1) < to; i++) {
             size_t row = base[o] + ids[i];

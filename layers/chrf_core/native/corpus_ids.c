@@ -249,9 +249,9 @@ static int build_ids(Build *b, size_t counted, int threads) {
 }
 
 /* After the ids: classes per order, rows, column counts per row, totals per text and the longest text's n-grams. */
-static int corpus_rows(Corpus *corpus, Build *b, int char_order, int orders) {
+static int corpus_rows(Corpus *corpus, Build *b, int orders) {
     for (int o = 0; o < orders; o++) {
-        const int kind = o >= char_order, n = kind ? o - char_order + 1 : o + 1;
+        const int kind = order_kind(corpus, o), n = order_n(corpus, o);
         corpus->class_count[kind][n - 1] = b->order[kind][n - 1].ids;
         corpus->base[o + 1] = corpus->base[o] + b->order[kind][n - 1].ids;
     }
@@ -259,7 +259,7 @@ static int corpus_rows(Corpus *corpus, Build *b, int char_order, int orders) {
         corpus->column_counts = keep_alloc(corpus->keep, (corpus->base[orders] + 1) * sizeof(uint32_t), 0);
         if (corpus->column_counts == NULL) return -1;
         for (int o = 0; o < orders; o++) {
-            const int kind = o >= char_order, n = kind ? o - char_order + 1 : o + 1;
+            const int kind = order_kind(corpus, o), n = order_n(corpus, o);
             const size_t classes = corpus->base[o + 1] - corpus->base[o];
             if (classes) memcpy(corpus->column_counts + corpus->base[o], b->order[kind][n - 1].counts,
                                 classes * sizeof(uint32_t));
@@ -270,7 +270,7 @@ static int corpus_rows(Corpus *corpus, Build *b, int char_order, int orders) {
     for (size_t t = 0; t < corpus->texts; t++) {
         size_t ngrams = 0;
         for (int o = 0; o < orders; o++) {
-            const int kind = o >= char_order, n = kind ? o - char_order + 1 : o + 1;
+            const int kind = order_kind(corpus, o), n = order_n(corpus, o);
             const size_t length = corpus->unit_start[kind][t + 1] - corpus->unit_start[kind][t];
             corpus->totals[t * orders + o] = (uint32_t)ngrams_in(length, n);
             ngrams += corpus->totals[t * orders + o];
@@ -310,7 +310,7 @@ int corpus_build(Corpus *corpus, const Texts *texts, const Scoring *scoring, int
         if (tokens_reserve(&b->tokens, tokens) < 0) goto done;
         tokens_generation(&b->tokens, texts->points, tokens);
     }
-    if ((status = build_ids(b, corpus->texts, threads)) == 0) status = corpus_rows(corpus, b, char_order, orders);
+    if ((status = build_ids(b, corpus->texts, threads)) == 0) status = corpus_rows(corpus, b, orders);
 done:
     for (int kind = 0; kind < 2; kind++)
         for (int o = 0; o < MAX_ORDERS; o++) {

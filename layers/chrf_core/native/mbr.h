@@ -94,6 +94,17 @@ typedef struct {
     Keep *keep;                  /* where its buffers come from and go back to */
 } Corpus;
 
+/* Order o of a corpus (its character orders first, then its word orders): its kind (0 characters, 1 words), its n,
+   and its n-grams' class ids (one per unit of every text; an n-gram's id where it starts). */
+static inline int order_kind(const Corpus *corpus, int o) { return o >= corpus->orders[0]; }
+static inline int order_n(const Corpus *corpus, int o) {
+    return o >= corpus->orders[0] ? o - corpus->orders[0] + 1 : o + 1;
+}
+static inline const uint32_t *order_ids(const Corpus *corpus, int o) {
+    const int kind = order_kind(corpus, o);
+    return corpus->classes[kind] + (size_t)(order_n(corpus, o) - 1) * corpus->stride[kind];
+}
+
 /* The corpus of texts (rows, columns), built on up to `threads` threads (corpus_ids.c), with column_counts if
    count_columns, its buffers from `keep`. 0; 1 when the pause said stop; -1 when out of memory (corpus_free in any
    case). */
@@ -108,7 +119,7 @@ typedef struct {
 
 /* Text t's distinct n-grams of every order into entries, as (row, count); seen/where are per-row scratch (seen must
    not hold `mark` beforehand). Their number. */
-size_t distinct_ngrams(const Corpus *corpus, size_t t, int char_order, int orders, uint32_t mark, uint32_t *seen,
+size_t distinct_ngrams(const Corpus *corpus, size_t t, int orders, uint32_t mark, uint32_t *seen,
                        uint32_t *where, Posting *entries);
 
 /* One thread's scratch: per row of the corpus (seen, where), per n-gram of a text (entries), one pair's

@@ -73,11 +73,11 @@ static int score_rows(void *shared, int worker, size_t from, size_t to) {
     const Pairwise *p = shared;
     Scratch *s = &p->run->scratch[worker];
     const Corpus *corpus = &p->run->corpus;
-    const int orders = p->orders, char_order = p->scoring->char_order;
+    const int orders = p->orders;
     const size_t *base = corpus->base;
     for (size_t i = from; i < to; i++) {
         const size_t first_column = p->same ? i : 0;
-        size_t distinct = distinct_ngrams(corpus, i, char_order, orders, (uint32_t)i, s->seen, s->where, s->entries);
+        size_t distinct = distinct_ngrams(corpus, i, orders, (uint32_t)i, s->seen, s->where, s->entries);
         memset(s->matches + first_column * orders, 0, (p->columns - first_column) * (size_t)orders * sizeof(uint32_t));
         for (size_t e = 0; e < distinct; e++) {
             const size_t row = s->entries[e].reference;
@@ -135,7 +135,7 @@ static int score_rows_dense(void *shared, int worker, size_t from, size_t to) {
     const size_t columns = p->columns, lanes = padded(columns);
     int16_t *matches = (int16_t *)s->matches; /* order-major here: order o's at matches + o * lanes */
     for (size_t i = from; i < to; i++) {
-        const size_t distinct = distinct_ngrams(corpus, i, p->scoring->char_order, orders, (uint32_t)i, s->seen,
+        const size_t distinct = distinct_ngrams(corpus, i, orders, (uint32_t)i, s->seen,
                                                 s->where, s->entries);
         memset(matches, 0, lanes * (size_t)orders * sizeof(int16_t));
         int o = 0;
@@ -197,7 +197,7 @@ static long dense_counts(const Corpus *corpus, const uint32_t *first, const Post
 
 /* The references' postings: how many references hold each row (the first pass), then every reference's distinct
    rows in reference order (the second); first[row] .. first[row + 1] are the row's. 0, or 1 when the pause said stop. */
-static int build_postings(const Corpus *corpus, size_t columns, int char_order, int orders,
+static int build_postings(const Corpus *corpus, size_t columns, int orders,
                           Scratch *s, uint32_t *first, Posting *postings, Pause pause, void *context) {
     const size_t all = corpus->base[orders];
     size_t done = 0, next_pause = 0;
@@ -205,7 +205,7 @@ static int build_postings(const Corpus *corpus, size_t columns, int char_order, 
         memset(s->seen, 0xFF, (all + 1) * sizeof(uint32_t));
         for (size_t j = 0; j < columns; j++) {
             if (pause_now(done, &next_pause, pause, context)) return 1;
-            size_t distinct = distinct_ngrams(corpus, corpus->first_column + j, char_order, orders, (uint32_t)j,
+            size_t distinct = distinct_ngrams(corpus, corpus->first_column + j, orders, (uint32_t)j,
                                               s->seen, s->where, s->entries);
             done += distinct + 1;
             for (size_t e = 0; e < distinct; e++) {
@@ -252,7 +252,7 @@ int pairwise_scores(const Texts *texts, const Scoring *scoring, int threads, dou
     if (!first || !postings || !column_inverse) goto done;
     for (size_t k = 0; k < columns * (size_t)orders; k++)
         column_inverse[k] = reciprocal(run.corpus.totals[run.corpus.first_column * (size_t)orders + k]);
-    if ((status = build_postings(&run.corpus, columns, scoring->char_order, orders, &run.scratch[0], first,
+    if ((status = build_postings(&run.corpus, columns, orders, &run.scratch[0], first,
                                  postings, pause, context)) != 0)
         goto done;
     memset(run.scratch[0].seen, 0xFF, (all + 1) * sizeof(uint32_t));
