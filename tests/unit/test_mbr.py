@@ -346,16 +346,13 @@ def native_kernel():
     return chrf_core.kernel.KERNELS["native"]
 
 
-def minor_faults():
-    import resource
-
-    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-
-
-def test_repeated_mbr_calls_of_one_shape_reuse_the_kept_buffers_instead_of_faulting_fresh_pages_in():
+def test_repeated_mbr_calls_of_one_shape_take_every_big_block_from_the_kept_buffers():
     """Issue 67 item 2: a call's corpus, tables and scratch are kept for the next call of the same shape. On
     2df807e glibc gave them back after each call and the next faulted them in again (1,651 pages a weighted
-    aggregate of 1,024 samples, 0 since), which made some rows of make bench's table 8 bimodal."""
+    aggregate of 1,024 samples), which made some rows of make bench's table 8 bimodal. The Keep's own count is
+    asserted: page faults (ru_minflt) count every thread of the process and every Python object made meanwhile (a CI
+    run saw 771 a call where an idle one sees 41). Two threads build the corpus in an order that differs from call
+    to call: a few blocks may still be asked for afresh until the spares kept beside a call's own settle it."""
     native = native_kernel()
     samples = candidates(1024, seed=8)
     weights = numpy.exp(numpy.random.default_rng(3).normal(-40, 5, len(samples)))
@@ -363,25 +360,24 @@ def test_repeated_mbr_calls_of_one_shape_reuse_the_kept_buffers_instead_of_fault
     for call in (lambda: chrf.aggregate(samples, samples, threads=2),
                  lambda: chrf.aggregate(samples, samples, weights=weights, threads=2)):
         first = call()
-        pages = native.module.buffers_held(native.buffers()) / 4096
-        assert pages > 2000  # the call's big blocks (11 MB), kept
-        before = minor_faults()
+        held, fresh = native.module.buffers_held(native.buffers())
+        assert held > 8 << 20 and fresh >= held  # the call's big blocks (11 MB), asked of malloc once, kept
         for _ in range(5):
             again = call()
-        assert (minor_faults() - before) / 5 < pages / 8  # 0 and 162 here (the weights' Python objects), not 1669
-        assert numpy.array_equal(first, again)
+            assert numpy.array_equal(first, again)
+        assert native.module.buffers_held(native.buffers())[1] - fresh < held / 8  # 0-224 KiB: the build's order
 
 
 def test_kept_buffers_are_given_back_after_a_much_smaller_call_and_on_release():
     native = native_kernel()
     samples = candidates(600, seed=9)
     CHRF().aggregate(samples, samples)
-    assert native.module.buffers_held(native.buffers()) > 1 << 20
+    assert native.module.buffers_held(native.buffers())[0] > 1 << 20
     CHRF().aggregate(samples[:3], samples[:3])  # takes none of them back: every one freed after it
-    assert native.module.buffers_held(native.buffers()) == 0
+    assert native.module.buffers_held(native.buffers())[0] == 0
     CHRF().aggregate(samples, samples)
     chrf_core.mbr.release_buffers()
-    assert native.module.buffers_held(native.buffers()) == 0  # a new, empty Keep
+    assert native.module.buffers_held(native.buffers())[0] == 0  # a new, empty Keep
 
 
 def test_each_thread_keeps_its_own_buffers_and_concurrent_calls_score_as_alone():

@@ -162,8 +162,8 @@ class NativeKernel(Kernel):
     def buffers(self) -> Any:
         """This thread's MBR buffers: a call's big blocks (corpus, tables, scratch) kept for the next call, so that
         repeated calls of one shape reuse warm pages instead of faulting fresh ones in (glibc gives a call's heap
-        back when it ends); the blocks a call does not take given back after it, all of them past 256 MiB, and every
-        one when the thread ends or :meth:`release_buffers` is called."""
+        back when it ends); the blocks a call does not take given back after it beyond a quarter of what it used,
+        all of them past 256 MiB, and every one when the thread ends or :meth:`release_buffers` is called."""
         held = getattr(self.kept, "buffers", None)
         if held is None:
             held = self.kept.buffers = self.module.buffers()

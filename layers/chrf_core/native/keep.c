@@ -7,8 +7,9 @@
  *
  * A block is kept only from KEEP_SMALLEST bytes (malloc recycles smaller ones itself); it carries its capacity. A
  * request takes the smallest kept block that holds it and is at most twice its size (else malloc's). After a call
- * (keep_settle) the blocks it did not take are freed (a call that needs much less gives the rest back), and all of
- * them when together they pass KEEP_BYTES. Threads share a Keep under its lock (a few dozen big blocks a call). No
+ * (keep_settle) the blocks it did not take are freed beyond a quarter of what it used (a call that needs much less
+ * gives the rest back; threads that split the next call's work otherwise still find theirs), and all of them when
+ * together they pass KEEP_BYTES. Threads share a Keep under its lock (a few dozen big blocks a call). No
  * Python here.
  */
 #include "kernel.h"
@@ -48,6 +49,7 @@ typedef struct {
 struct Keep {
     pthread_mutex_t lock;
     uint32_t stamp; /* this call's */
+    size_t fresh;   /* bytes of kept-size blocks asked of malloc since it was made (none: every request was kept) */
     size_t count;
     Kept kept[KEEP_BLOCKS];
 };
@@ -95,6 +97,8 @@ void *keep_alloc(Keep *keep, size_t size, int zeroed) {
     if (best < keep->count) {
         block = keep->kept[best].block;
         keep->kept[best] = keep->kept[--keep->count];
+    } else {
+        keep->fresh += size;
     }
     pthread_mutex_unlock(&keep->lock);
     if (block == NULL) return fresh(size, zeroed);
@@ -129,25 +133,49 @@ void *keep_grow(Keep *keep, void *block, size_t size, size_t bigger) {
     return grown;
 }
 
+/* Kept blocks, the one given back last first. */
+static int newer_first(const void *a, const void *b) {
+    const uint32_t x = ((const Kept *)a)->stamp, y = ((const Kept *)b)->stamp;
+    return (x < y) - (x > y);
+}
+
 void keep_settle(Keep *keep) {
     if (keep == NULL) return;
     pthread_mutex_lock(&keep->lock);
-    size_t total = 0, kept = 0;
-    for (size_t k = 0; k < keep->count; k++) total += keep->kept[k].size;
+    size_t used = 0, total = 0, kept = 0, spares = 0;
+    for (size_t k = 0; k < keep->count; k++) {
+        total += keep->kept[k].size;
+        if (keep->kept[k].stamp == keep->stamp) used += keep->kept[k].size;
+    }
+    /* This call's blocks first, then the others, newest first, while they stay within a quarter of what it used:
+       a call whose threads split the work otherwise asks for its blocks in another order and finds them still. */
+    const size_t spare = total <= KEEP_BYTES ? used / 4 : 0;
+    Kept rest[KEEP_BLOCKS];
     for (size_t k = 0; k < keep->count; k++) {
         if (keep->kept[k].stamp == keep->stamp && total <= KEEP_BYTES) keep->kept[kept++] = keep->kept[k];
-        else release(&keep->kept[k]);
+        else rest[spares++] = keep->kept[k];
+    }
+    qsort(rest, spares, sizeof(Kept), newer_first);
+    size_t kept_spare = 0;
+    for (size_t k = 0; k < spares; k++) {
+        if (kept_spare + rest[k].size <= spare) {
+            kept_spare += rest[k].size;
+            keep->kept[kept++] = rest[k];
+        } else {
+            release(&rest[k]);
+        }
     }
     keep->count = kept;
     if (++keep->stamp == 0) keep->stamp = 1;
     pthread_mutex_unlock(&keep->lock);
 }
 
-size_t keep_held(Keep *keep) {
+size_t keep_held(Keep *keep, size_t *fresh) {
     if (keep == NULL) return 0;
     pthread_mutex_lock(&keep->lock);
     size_t total = 0;
     for (size_t k = 0; k < keep->count; k++) total += keep->kept[k].size;
+    if (fresh != NULL) *fresh = keep->fresh;
     pthread_mutex_unlock(&keep->lock);
     return total;
 }

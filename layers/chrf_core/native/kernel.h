@@ -189,8 +189,8 @@ static inline void add_all_matches(int64_t *out, size_t length, int orders) {
 }
 
 /* Big buffers kept between MBR calls (keep.c): blocks from keep_alloc go back with keep_free (the size asked for),
-   to be taken again by the next request they fit; keep_settle after a call gives back what it did not take. A NULL
-   Keep is malloc and free. */
+   to be taken again by the next request they fit; keep_settle after a call gives back what it did not take beyond
+   a quarter of what it used. A NULL Keep is malloc and free. */
 typedef struct Keep Keep;
 Keep *keep_new(void);
 void keep_delete(Keep *keep);
@@ -201,8 +201,9 @@ void keep_free(Keep *keep, void *block, size_t size);
    memory. */
 void *keep_grow(Keep *keep, void *block, size_t size, size_t bigger);
 void keep_settle(Keep *keep);
-/* The bytes kept now. */
-size_t keep_held(Keep *keep);
+/* The bytes kept now; *fresh (unless NULL): the bytes of kept-size blocks it has had to ask malloc for since it was
+   made (a call that took every block it needed from the Keep adds none). */
+size_t keep_held(Keep *keep, size_t *fresh);
 
 /* A pair table's room for `keys` distinct keys (0, or -1: no memory), and a fresh generation sized for them. */
 int pair_table_reserve(PairTable *table, size_t keys);

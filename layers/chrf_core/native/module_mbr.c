@@ -331,14 +331,21 @@ PyObject *buffers(PyObject *module, PyObject *args) {
 PyObject *buffers_held(PyObject *module, PyObject *capsule) {
     (void)module;
     Buffers *kept = PyCapsule_GetPointer(capsule, BUFFERS_NAME);
-    return kept == NULL ? NULL : PyLong_FromSize_t(keep_held(kept->keep));
+    if (kept == NULL) return NULL;
+    size_t fresh = 0;
+    const size_t held = keep_held(kept->keep, &fresh);
+    return Py_BuildValue("(nn)", (Py_ssize_t)held, (Py_ssize_t)fresh);
 }
 
 const char buffers_doc[] =
     "buffers()\n--\n\n"
     "Buffers for batch's `buffers`: its big blocks (corpus, tables, scratch) kept from one call to the next, the\n"
-    "blocks a call did not take given back after it (and all of them past 256 MiB), every block when it is dropped.";
-const char buffers_held_doc[] = "buffers_held(buffers)\n--\n\nThe bytes the buffers keep now.";
+    "blocks a call did not take given back after it beyond a quarter of what it used (all of them past\n"
+    "256 MiB), every block when it is dropped.";
+const char buffers_held_doc[] =
+    "buffers_held(buffers)\n--\n\n"
+    "(kept, fresh): the bytes the buffers keep now, and the bytes of big blocks they have had to ask malloc for since\n"
+    "they were made (a call that found every big block it needed kept adds none).";
 
 /* The Keep of `buffers` (None: none) for one call, marked busy (a call made while another uses it, from a
    sequence's __getitem__, keeps nothing). *keep NULL when none; -1 with an exception set. */
