@@ -16,6 +16,7 @@ import logging
 import os
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +32,73 @@ TOLERANCE_BITS = 80  # a native score within 2^-80 of a rounding midpoint is rec
 WEIGHTED_TOLERANCE_BITS = 100  # at most: the kernel widens it to its weighted counts' error bound (aggregate.c)
 SMALLEST_DOUBLE = 2.0**-1074  # a nonzero weight share below it goes to the native kernel as it (never as 0)
 COUNTS_ROWS = 1 << 16  # hypotheses of one native aggregate batch call: their counts (2-22 MB) are held until it ends
+
+
+@dataclass(frozen=True)
+class Weights:
+    """A weight per reference, held exactly as the kernels take it: integers in the weights' proportions (a float is
+    the rational it stands for) as rows of little-endian 32-bit words (``words``: references x limbs, what the
+    native kernel counts undecided scores with), and each as a double-double scaled by one power of two (``pairs``:
+    references x 2, exact unless it is below 2^-1074 of the largest, never 0 for a nonzero weight: the native
+    kernel's shares are worked out from them). Built by :meth:`of_floats` or :meth:`of_integers`."""
+
+    words: Any
+    pairs: Any
+
+    @property
+    def equal(self) -> bool:
+        """Whether every reference weighs the same (the same averages as none)."""
+        return bool((self.words == self.words[0]).all())
+
+    def integers(self) -> list[int]:
+        """The integers, as Python's exact counting takes them."""
+        return [int.from_bytes(row.tobytes(), "little") for row in self.words.astype("<u4")]
+
+    @classmethod
+    def of_floats(cls, values: numpy.ndarray) -> Weights:
+        """:class:`Weights` of finite float64 weights from 0, not all 0 (checked by the caller), without a Python
+        integer: each is an odd 53-bit integer times a power of two, so the integers are those shifted to one scale
+        (the weights times 2^K, K the fewest bits that make every one an integer), written word by word."""
+        import numpy
+
+        fractions, exponents = numpy.frexp(values)  # values = fraction 2^exponent, 0.5 <= fraction < 1 (0: 0 and 0)
+        whole = numpy.ldexp(fractions, 53).astype(numpy.int64)  # value = whole 2^(exponent - 53), exactly
+        nonzero = whole != 0
+        trailing = numpy.zeros(len(values), dtype=numpy.int64)
+        trailing[nonzero] = numpy.frexp((whole & -whole)[nonzero].astype(numpy.float64))[1] - 1
+        odd = (whole >> trailing).astype(numpy.uint64)
+        lowest = exponents.astype(numpy.int64) - 53 + trailing  # the value of an odd integer's lowest bit
+        shift = numpy.where(nonzero, lowest + max(0, -int(lowest[nonzero].min())), 0)
+        bits = shift + numpy.frexp(odd.astype(numpy.float64))[1]  # each integer's length (odd < 2^53: exact)
+        limbs = max(1, (int(bits.max()) + 31) // 32)
+        words = numpy.zeros((len(values), limbs + 2), dtype=numpy.uint64)
+        rows, word, offset = numpy.arange(len(values)), shift // 32, (shift % 32).astype(numpy.uint64)
+        low, high = (odd & numpy.uint64(0xFFFFFFFF)) << offset, (odd >> numpy.uint64(32)) << offset  # < 2^63, < 2^52
+        words[rows, word] = low & numpy.uint64(0xFFFFFFFF)
+        words[rows, word + 1] = (low >> numpy.uint64(32)) | (high & numpy.uint64(0xFFFFFFFF))
+        words[rows, word + 2] = high >> numpy.uint64(32)
+        scaled = numpy.ldexp(values, -int(numpy.frexp(values.max())[1]))  # the largest in [0.5, 1): no sum overflows
+        scaled[(scaled == 0) & nonzero] = SMALLEST_DOUBLE
+        return cls(words[:, :limbs].astype(numpy.uint32), numpy.column_stack([scaled, numpy.zeros(len(values))]))
+
+    @classmethod
+    def of_integers(cls, integers: Sequence[int]) -> Weights:
+        """:class:`Weights` of integers from 0, not all 0 (checked by the caller), each pair its exact share of their
+        total rounded to a double-double."""
+        import numpy
+
+        limbs = max(1, (max(integers).bit_length() + 31) // 32)
+        words = numpy.frombuffer(b"".join(weight.to_bytes(4 * limbs, "little") for weight in integers),
+                                 dtype="<u4").astype(numpy.uint32).reshape(len(integers), limbs)
+        total = sum(integers)
+        highs = [weight / total for weight in integers]  # int / int is correctly rounded, whatever the sizes
+        lows = [(weight * denominator - numerator * total) / (total * denominator)  # the remainder, rounded
+                for weight, (numerator, denominator) in zip(integers, map(float.as_integer_ratio, highs))]
+        pairs = numpy.array([highs, lows]).T.copy()
+        for index, (weight, high) in enumerate(zip(integers, highs)):
+            if weight and not high:  # never 0 natively: what it reaches is then below range, computed exactly
+                pairs[index] = SMALLEST_DOUBLE, 0.0
+        return cls(words, pairs)
 
 
 class Kernel:
@@ -101,12 +169,12 @@ class Kernel:
         return [self.aggregate(hypotheses, references, settings, exact, threads)[0] for hypotheses, references in sets]
 
     def weighted_aggregate(self, hypotheses: Sequence[str], references: Sequence[str], settings: Settings,
-                           exact: ExactScore, threads: int, weights: Sequence[int]) -> numpy.ndarray:
-        """:meth:`aggregate`'s scores with reference j counted ``weights[j]`` times (integers, their sum R)."""
+                           exact: ExactScore, threads: int, weights: Weights) -> numpy.ndarray:
+        """:meth:`aggregate`'s scores with reference j counted as often as its integer weight says."""
         import numpy
 
         return numpy.array([float(exact(orders)) for orders in weighted_counts(hypotheses, references, settings,
-                                                                                weights)])
+                                                                                weights.integers())])
 
 
 class PythonKernel(Kernel):
@@ -248,24 +316,11 @@ class NativeKernel(Kernel):
         return results
 
     def weighted_aggregate(self, hypotheses: Sequence[str], references: Sequence[str], settings: Settings,
-                           exact: ExactScore, threads: int, weights: Sequence[int]) -> numpy.ndarray:
+                           exact: ExactScore, threads: int, weights: Weights) -> numpy.ndarray:
         """In double-double arithmetic; a score it cannot round for certain, or whose weighted counts fall below its
         range (shares far below the largest: aggregate.c), is counted exactly by the kernel too (the weights as
         multi-word integers over the n-grams it has already indexed) and rounded exactly here."""
-        import numpy
-
-        limbs = max(1, (max(weights).bit_length() + 31) // 32)
-        words = numpy.frombuffer(b"".join(weight.to_bytes(4 * limbs, "little") for weight in weights),
-                                 dtype="<u4").astype(numpy.uint32)
-        total = sum(weights)
-        highs = [weight / total for weight in weights]  # int / int is correctly rounded, whatever the sizes
-        lows = [(weight * denominator - numerator * total) / (total * denominator)  # the remainder, rounded
-                for weight, (numerator, denominator) in zip(weights, map(float.as_integer_ratio, highs))]
-        pairs = numpy.array([highs, lows]).T.copy()
-        for index, (weight, high) in enumerate(zip(weights, highs)):
-            if weight and not high:  # never 0 natively: what it reaches is then below range, computed exactly
-                pairs[index] = SMALLEST_DOUBLE, 0.0
-        outputs = [(*self._aggregate_outputs(len(hypotheses), settings, pairs), words)]
+        outputs = [(*self._aggregate_outputs(len(hypotheses), settings, weights.pairs), weights.words)]
         found: list[Any] = self._batch(True, [(hypotheses, references)], settings, threads, outputs,
                                        WEIGHTED_TOLERANCE_BITS)  # with exact weights: (indices, counts, width)
         undecided: list[int]

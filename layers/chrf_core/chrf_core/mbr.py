@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from .contract import TEXT_KEYS, Settings
 from .errors import InvalidInputError, describe
 from .formula import exact_score
-from .kernel import chosen, weighted_counts
+from .kernel import Weights, chosen, weighted_counts
 from .preparation import prepared
 from .texts import (
     MAX_TEXT_LENGTH,
@@ -93,9 +93,10 @@ def pairwise(settings: Settings, hypotheses: list[str], references: list[str], t
     return chosen().pairwise(hypotheses, references, settings, partial(exact_score, settings), threads)
 
 
-def integer_weights(weights: Any, references: int) -> list[int] | None:
+def checked_weights(weights: Any, references: int) -> Weights | None:
     """One weight per reference, checked (numbers from 0, finite, not all 0; a NumPy array or a tensor as its
-    values), as integers in the same proportions (exactly: a float is the rational it stands for); None for none."""
+    values), held exactly (:class:`~chrf_core.kernel.Weights`: a float is the rational it stands for); None for
+    none. Floats (NumPy's and mbrs' weights) are taken apart in NumPy, without a Python integer each."""
     if weights is None:
         return None
     check_ordered("weights", weights)
@@ -109,9 +110,9 @@ def integer_weights(weights: Any, references: int) -> list[int] | None:
     if all(type(value) is float and 0.0 <= value < math.inf for value in values):  # NumPy's and mbrs' weights
         if not any(values):
             raise InvalidInputError("weights", "must not all be 0")
-        ratios = [value.as_integer_ratio() for value in values]  # each denominator a power of two
-        scale = max(denominator for _, denominator in ratios)  # their least common multiple
-        return [numerator * (scale // denominator) for numerator, denominator in ratios]
+        import numpy
+
+        return Weights.of_floats(numpy.array(values, dtype=numpy.float64))
     exact = []
     for index, value in enumerate(values):
         if isinstance(value, bool) or not isinstance(value, numbers.Real):
@@ -126,15 +127,16 @@ def integer_weights(weights: Any, references: int) -> list[int] | None:
     if not any(exact):
         raise InvalidInputError("weights", "must not all be 0")
     scale = math.lcm(*(share.denominator for share in exact))
-    return [int(share * scale) for share in exact]
+    return Weights.of_integers([int(share * scale) for share in exact])
 
 
 def weight_shares(weights: Any, references: int) -> list[float]:
-    """One weight per reference, checked as :func:`integer_weights` checks them, as its share of their total (each
+    """One weight per reference, checked as :func:`checked_weights` checks them, as its share of their total (each
     correctly rounded from the exact share, so at most 1 whatever the weights' scale): for averaging floats, as a
     weighted mean of pairwise scores does."""
-    exact = integer_weights(weights, references)
-    assert exact is not None, "weights: None has no shares"
+    checked = checked_weights(weights, references)
+    assert checked is not None, "weights: None has no shares"
+    exact = checked.integers()
     total = sum(exact)
     return [float(Fraction(weight, total)) for weight in exact]
 
@@ -144,14 +146,15 @@ def aggregate(settings: Settings, hypotheses: list[str], references: list[str], 
     """Each (checked) hypothesis against the references' averaged (or weighted) n-gram counts: float64 scores, or
     exact Fractions."""
     check_flag("exact", exact)
-    scale = integer_weights(weights, len(references))
+    checked = checked_weights(weights, len(references))
     score = partial(exact_score, settings)
-    if scale is not None and len(set(scale)) == 1:  # equal weights: the same averages as none, exactly
-        scale = None
-    if scale is not None:
+    if checked is not None and checked.equal:  # equal weights: the same averages as none, exactly
+        checked = None
+    if checked is not None:
         if exact:
-            return [score(orders) for orders in weighted_counts(hypotheses, references, settings, scale)]
-        return chosen().weighted_aggregate(hypotheses, references, settings, score, threads, scale)
+            return [score(orders) for orders in weighted_counts(hypotheses, references, settings,
+                                                                 checked.integers())]
+        return chosen().weighted_aggregate(hypotheses, references, settings, score, threads, checked)
     scores, counts = chosen().aggregate(hypotheses, references, settings, score, threads)
     if exact:
         return [score(orders) for orders in counts.tolist()]

@@ -7,11 +7,14 @@
  * With weights w_j for the references, S_g = sum over j of w_j times g's count in reference j, the hypothesis'
  * n-grams count W = sum of w_j times, the references' n-grams count w_j times each: the same formula with the
  * uniform 1 replaced by the weights. Every count is then divided by W (a score's ratios do not change): the weights
- * are taken as their shares w_j / W (each within 2^-104 of the exact share), so that W is 1 exactly and a
- * hypothesis' counts are its own integers. Weighted counts are double-double values, each a sum of positive terms,
- * so relative errors only add up (u = 2^-104 bounds each double-double operation's, about 2^-105): a share's is at most
- * (R + 3) u (R references: their total, then a quotient), S_g's adds one u per occurrence of g in the references, a
- * hypothesis' matches one per distinct n-gram of it, the references' weighted n-grams two per reference, and the
+ * (double-doubles within 2^-106 of the exact ones times a power of two that makes the largest at most 1; one far
+ * below the largest within 2^-1074) are taken as their shares w_j / W (a nonzero one never 0), so that W is 1
+ * exactly and a hypothesis' counts are its own integers. Weighted counts are double-double values, each a sum of
+ * positive terms, so relative errors only add up (u = 2^-104 bounds each double-double operation's, about 2^-105):
+ * a share's is at most (R + 3) u (R references: their total, then a quotient), S_g's adds one u per occurrence of
+ * g in the references, a hypothesis' matches one per n-gram of it (its part for g, min(h_g, S_g), is formed from
+ * S_g's computed value exactly, weighted_occurrence: as close to the exact part, relatively, as S_g is; the parts
+ * below 1 are then summed, one u an addition), the references' weighted n-grams two per reference, and the
  * score's formula far fewer than 256. A score is thus within E = (3 R + N + L + 256) u of its exact value (N: the
  * most reference n-grams of one order, L: the most n-grams of one text), 2^-76 at most at the texts' limit (2^28
  * code points); a score within 16 E (or the caller's tolerance, if looser) of a rounding midpoint is flagged. With
@@ -188,35 +191,65 @@ done:
 
 static inline int below_range(Double2 count) { return count.hi > 0.0 && count.hi < SMALLEST_WEIGHTED; }
 
-/* A hypothesis n-gram's weighted matches: min(its count, the references' weighted count). */
-static inline Double2 weighted_match(const Aggregate *a, const Posting *entry) {
-    const Double2 mine = d2_of(entry->count), theirs = a->weighted_sums[entry->reference];
-    return d2_less(mine, theirs) ? mine : theirs;
+/* What an n-gram's k-th occurrence in a hypothesis adds to its weighted matches, min(h_g, S_g) in all: min(1, S_g -
+   (k - 1)) while that is positive (as the unweighted count's one pass). A whole 1 goes to *ones; the rest, where S_g
+   is below k, to *chain: S_g itself for k = 1, else S_g - (k - 1), which is exact (S_g's high double lies in
+   [k - 1, k], so Sterbenz's lemma makes the subtraction exact and its low double the remainder's). */
+static inline void weighted_occurrence(Double2 sum, uint32_t k, uint64_t *ones, Double2 *chain) {
+    const Double2 whole = d2_of((double)k);
+    if (!d2_less(sum, whole)) {
+        (*ones)++;
+    } else if (k == 1) {
+        if (sum.hi > 0.0) *chain = d2_add_positive(*chain, sum);
+    } else {
+        const Double2 below = d2_of((double)(k - 1));
+        if (d2_less(below, sum)) *chain = d2_add_positive(*chain, d2_add(sum, d2_of(-below.hi)));
+    }
 }
 
 /* One hypothesis against the weighted references: its score (counts are not integers, so none are written);
-   *outside set when a nonzero weighted count it uses is below the range the score is computed in. Its distinct
-   n-grams come order by order (distinct_ngrams); each order's matches are summed in four chains, so that an
-   addition waits for the one four entries back (a sum of positive terms all the same: the bound above holds). */
-static Double2 weighted_score(const Aggregate *a, const Scratch *s, size_t i, size_t distinct, int *outside) {
+   *outside set when a nonzero weighted count it uses is below the range the score is computed in. Each order's
+   matches in one pass over its n-grams (weighted_occurrence), the whole ones counted apart and the rest summed in
+   four chains, so that an addition waits for the one four occurrences back (a sum of positive terms all the same:
+   the bound above holds). */
+static Double2 weighted_score(const Aggregate *a, Scratch *s, size_t i, int *outside) {
     const Corpus *corpus = &a->run->corpus;
     const int orders = a->orders;
-    const Posting *entries = s->entries;
+    const uint32_t mark = (uint32_t)i;
     Double2 hyp[MAX_ORDERS], ref[MAX_ORDERS], matches[MAX_ORDERS];
-    size_t e = 0;
     for (int o = 0; o < orders; o++) {
-        const size_t end_row = corpus->base[o + 1];
-        size_t last = e; /* the order's entries are [e, last) */
-        while (last < distinct && entries[last].reference < end_row) last++;
+        const int kind = order_kind(corpus, o), n = order_n(corpus, o);
+        const uint32_t *ids = order_ids(corpus, o);
+        const Double2 *sums = a->weighted_sums + corpus->base[o];
+        uint32_t *seen = s->seen + corpus->base[o], *times = s->where + corpus->base[o];
+        const size_t first = corpus->unit_start[kind][i], end = corpus->unit_start[kind][i + 1];
+        const size_t last = end >= first + (size_t)n ? end - (size_t)(n - 1) : first; /* positions [first, last) */
         Double2 chain[4] = {d2_of(0.0), d2_of(0.0), d2_of(0.0), d2_of(0.0)};
-        for (; e + 4 <= last; e += 4) {
-            chain[0] = d2_add_positive(chain[0], weighted_match(a, &entries[e]));
-            chain[1] = d2_add_positive(chain[1], weighted_match(a, &entries[e + 1]));
-            chain[2] = d2_add_positive(chain[2], weighted_match(a, &entries[e + 2]));
-            chain[3] = d2_add_positive(chain[3], weighted_match(a, &entries[e + 3]));
+        uint64_t ones = 0;
+        size_t u = first;
+#define OCCURRENCE(lane)                                                                                          \
+    do {                                                                                                          \
+        const uint32_t c = ids[u + (lane)];                                                                       \
+        uint32_t k = 1;                                                                                           \
+        if (seen[c] != mark) {                                                                                    \
+            seen[c] = mark;                                                                                       \
+            times[c] = 1;                                                                                         \
+        } else {                                                                                                  \
+            k = ++times[c];                                                                                       \
+        }                                                                                                         \
+        weighted_occurrence(sums[c], k, &ones, &chain[lane]);                                                     \
+    } while (0)
+        for (; u + 4 <= last; u += 4) {
+            OCCURRENCE(0);
+            OCCURRENCE(1);
+            OCCURRENCE(2);
+            OCCURRENCE(3);
         }
-        for (; e < last; e++) chain[0] = d2_add_positive(chain[0], weighted_match(a, &entries[e]));
-        matches[o] = d2_add_positive(d2_add_positive(chain[0], chain[1]), d2_add_positive(chain[2], chain[3]));
+        for (; u < last; u++) OCCURRENCE(0);
+#undef OCCURRENCE
+        const Double2 fractions = d2_add_positive(d2_add_positive(chain[0], chain[1]),
+                                                  d2_add_positive(chain[2], chain[3]));
+        matches[o] = d2_add_positive(d2_of((double)ones), fractions);
         hyp[o] = d2_of(corpus->totals[i * (size_t)orders + o]);
         ref[o] = a->weighted_ngrams[o];
         *outside |= below_range(matches[o]) || below_range(ref[o]);
@@ -229,10 +262,8 @@ static int score_weighted_hypotheses(void *shared, int worker, size_t from, size
     const Aggregate *a = shared;
     Scratch *s = &a->run->scratch[worker];
     for (size_t i = from; i < to; i++) {
-        size_t distinct = distinct_ngrams(&a->run->corpus, i, a->orders, (uint32_t)i, s->seen,
-                                          s->where, s->entries);
         int outside = 0;
-        const Double2 value = weighted_score(a, s, i, distinct, &outside);
+        const Double2 value = weighted_score(a, s, i, &outside);
         a->scores[i] = value.hi;
         if ((outside || near_midpoint(value, a->scoring->tolerance)) && flag(&a->run->found[worker], i) < 0)
             return -1;
@@ -348,7 +379,10 @@ int aggregate_scores(const Texts *texts, const Scoring *scoring, const Double2 *
         if (weighted_sums == NULL || shares == NULL) goto done;
         for (size_t row = 0; row <= corpus->base[orders]; row++) weighted_sums[row] = d2_of(0.0);
         for (size_t j = 0; j < columns; j++) weight_total = d2_add(weight_total, weights[j]);
-        for (size_t j = 0; j < columns; j++) shares[j] = d2_div(weights[j], weight_total);
+        for (size_t j = 0; j < columns; j++) { /* a nonzero weight's share never 0: what it reaches is flagged */
+            shares[j] = d2_div(weights[j], weight_total);
+            if (weights[j].hi > 0.0 && shares[j].hi == 0.0) shares[j] = d2_of(0x1p-1074);
+        }
         uint64_t most = 0; /* N */
         for (int o = 0; o < orders; o++) most = ref_ngrams[o] > most ? ref_ngrams[o] : most;
         const double bound = 16 * ((double)(3 * columns) + (double)most + (double)corpus->longest + 256) * 0x1p-104;
