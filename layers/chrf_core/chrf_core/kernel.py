@@ -36,11 +36,9 @@ COUNTS_ROWS = 1 << 16  # hypotheses of one native aggregate batch call: their co
 
 @dataclass(frozen=True)
 class Weights:
-    """A weight per reference, held exactly as the kernels take it: integers in the weights' proportions (a float is
-    the rational it stands for) as rows of little-endian 32-bit words (``words``: references x limbs, what the
-    native kernel counts undecided scores with), and each as a double-double scaled by one power of two (``pairs``:
-    references x 2, exact unless it is below 2^-1074 of the largest, never 0 for a nonzero weight: the native
-    kernel's shares are worked out from them). Built by :meth:`of_floats` or :meth:`of_integers`."""
+    """A weight per reference, exactly: integers in the weights' proportions (a float is the rational it stands for)
+    as rows of little-endian 32-bit words (``words``: what the native kernel counts undecided scores with), and each
+    as a double-double scaled by a power of two (``pairs``: the kernel's shares come from them; never 0 if nonzero)."""
 
     words: Any
     pairs: Any
@@ -55,36 +53,33 @@ class Weights:
         return [int.from_bytes(row.tobytes(), "little") for row in self.words.astype("<u4")]
 
     @classmethod
-    def of_floats(cls, values: numpy.ndarray) -> Weights:
-        """:class:`Weights` of finite float64 weights from 0, not all 0 (checked by the caller), without a Python
-        integer: each is an odd 53-bit integer times a power of two, so the integers are those shifted to one scale
-        (the weights times 2^K, K the fewest bits that make every one an integer), written word by word."""
+    def of_floats(cls, given: Sequence[float]) -> Weights:
+        """Of finite floats from 0, not all 0 (checked by the caller), in NumPy (no Python integer each): each is an
+        odd 53-bit integer times a power of two, shifted to the fewest bits that make every one an integer."""
         import numpy
 
+        values = numpy.asarray(given, dtype=numpy.float64)
         fractions, exponents = numpy.frexp(values)  # values = fraction 2^exponent, 0.5 <= fraction < 1 (0: 0 and 0)
         whole = numpy.ldexp(fractions, 53).astype(numpy.int64)  # value = whole 2^(exponent - 53), exactly
         nonzero = whole != 0
-        trailing = numpy.zeros(len(values), dtype=numpy.int64)
-        trailing[nonzero] = numpy.frexp((whole & -whole)[nonzero].astype(numpy.float64))[1] - 1
+        trailing = numpy.where(nonzero, numpy.frexp((whole & -whole).astype(numpy.float64))[1] - 1, 0)
         odd = (whole >> trailing).astype(numpy.uint64)
         lowest = exponents.astype(numpy.int64) - 53 + trailing  # the value of an odd integer's lowest bit
         shift = numpy.where(nonzero, lowest + max(0, -int(lowest[nonzero].min())), 0)
-        bits = shift + numpy.frexp(odd.astype(numpy.float64))[1]  # each integer's length (odd < 2^53: exact)
-        limbs = max(1, (int(bits.max()) + 31) // 32)
+        limbs = max(1, (int((shift + numpy.frexp(odd.astype(numpy.float64))[1]).max()) + 31) // 32)  # bits / 32
         words = numpy.zeros((len(values), limbs + 2), dtype=numpy.uint64)
-        rows, word, offset = numpy.arange(len(values)), shift // 32, (shift % 32).astype(numpy.uint64)
-        low, high = (odd & numpy.uint64(0xFFFFFFFF)) << offset, (odd >> numpy.uint64(32)) << offset  # < 2^63, < 2^52
-        words[rows, word] = low & numpy.uint64(0xFFFFFFFF)
-        words[rows, word + 1] = (low >> numpy.uint64(32)) | (high & numpy.uint64(0xFFFFFFFF))
-        words[rows, word + 2] = high >> numpy.uint64(32)
+        rows, word, offset, mask = (numpy.arange(len(values)), shift // 32, (shift % 32).astype(numpy.uint64),
+                                      numpy.uint64(0xFFFFFFFF))
+        low, high = (odd & mask) << offset, (odd >> numpy.uint64(32)) << offset  # below 2^63 and 2^52
+        for k, part in enumerate((low & mask, (low >> numpy.uint64(32)) | (high & mask), high >> numpy.uint64(32))):
+            words[rows, word + k] = part
         scaled = numpy.ldexp(values, -int(numpy.frexp(values.max())[1]))  # the largest in [0.5, 1): no sum overflows
         scaled[(scaled == 0) & nonzero] = SMALLEST_DOUBLE
         return cls(words[:, :limbs].astype(numpy.uint32), numpy.column_stack([scaled, numpy.zeros(len(values))]))
 
     @classmethod
     def of_integers(cls, integers: Sequence[int]) -> Weights:
-        """:class:`Weights` of integers from 0, not all 0 (checked by the caller), each pair its exact share of their
-        total rounded to a double-double."""
+        """Of integers from 0, not all 0 (checked by the caller), each pair its share of their total, rounded."""
         import numpy
 
         limbs = max(1, (max(integers).bit_length() + 31) // 32)
@@ -95,9 +90,7 @@ class Weights:
         lows = [(weight * denominator - numerator * total) / (total * denominator)  # the remainder, rounded
                 for weight, (numerator, denominator) in zip(integers, map(float.as_integer_ratio, highs))]
         pairs = numpy.array([highs, lows]).T.copy()
-        for index, (weight, high) in enumerate(zip(integers, highs)):
-            if weight and not high:  # never 0 natively: what it reaches is then below range, computed exactly
-                pairs[index] = SMALLEST_DOUBLE, 0.0
+        pairs[[bool(weight) and not high for weight, high in zip(integers, highs)]] = SMALLEST_DOUBLE, 0.0
         return cls(words, pairs)
 
 
@@ -323,9 +316,6 @@ class NativeKernel(Kernel):
         outputs = [(*self._aggregate_outputs(len(hypotheses), settings, weights.pairs), weights.words)]
         found: list[Any] = self._batch(True, [(hypotheses, references)], settings, threads, outputs,
                                        WEIGHTED_TOLERANCE_BITS)  # with exact weights: (indices, counts, width)
-        undecided: list[int]
-        counted: bytes
-        width: int
         ((undecided, counted, width),) = found
         scores = outputs[0][0]
         size = 4 * width

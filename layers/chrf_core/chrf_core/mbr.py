@@ -95,8 +95,7 @@ def pairwise(settings: Settings, hypotheses: list[str], references: list[str], t
 
 def checked_weights(weights: Any, references: int) -> Weights | None:
     """One weight per reference, checked (numbers from 0, finite, not all 0; a NumPy array or a tensor as its
-    values), held exactly (:class:`~chrf_core.kernel.Weights`: a float is the rational it stands for); None for
-    none. Floats (NumPy's and mbrs' weights) are taken apart in NumPy, without a Python integer each."""
+    values), held exactly (:class:`~chrf_core.kernel.Weights`: a float is the rational it stands for); None for none."""
     if weights is None:
         return None
     check_ordered("weights", weights)
@@ -110,9 +109,7 @@ def checked_weights(weights: Any, references: int) -> Weights | None:
     if all(type(value) is float and 0.0 <= value < math.inf for value in values):  # NumPy's and mbrs' weights
         if not any(values):
             raise InvalidInputError("weights", "must not all be 0")
-        import numpy
-
-        return Weights.of_floats(numpy.array(values, dtype=numpy.float64))
+        return Weights.of_floats(values)
     exact = []
     for index, value in enumerate(values):
         if isinstance(value, bool) or not isinstance(value, numbers.Real):
@@ -152,8 +149,7 @@ def aggregate(settings: Settings, hypotheses: list[str], references: list[str], 
         checked = None
     if checked is not None:
         if exact:
-            return [score(orders) for orders in weighted_counts(hypotheses, references, settings,
-                                                                 checked.integers())]
+            return [score(counts) for counts in weighted_counts(hypotheses, references, settings, checked.integers())]
         return chosen().weighted_aggregate(hypotheses, references, settings, score, threads, checked)
     scores, counts = chosen().aggregate(hypotheses, references, settings, score, threads)
     if exact:
