@@ -106,17 +106,17 @@ def test_float_weights_are_taken_apart_in_numpy_into_the_integers_their_fraction
     a 9 ms weighted call of 1,024 samples before): the same integers as the weights' exact fractions scaled by the
     least common denominator, the same words as those integers written out, each pair the weight times the power
     of two that puts the largest in [0.5, 1) (2^-1074 where that underflows a nonzero weight to 0)."""
-    weights = kernel_module.Weights.of_floats(numpy.array(values))
+    weights = kernel_module.Weights(values, True)
     fractions = [Fraction(value) for value in values]
     scale = math.lcm(*(fraction.denominator for fraction in fractions))
     integers = [int(fraction * scale) for fraction in fractions]
     assert weights.integers() == integers
-    assert weights.words.tolist() == kernel_module.Weights.of_integers(integers).words.tolist()
+    assert weights.native[0].tolist() == kernel_module.Weights(integers, False).native[0].tolist()
     power = math.frexp(max(values))[1]
-    assert weights.pairs[:, 1].tolist() == [0.0] * len(values)
-    assert weights.pairs[:, 0].tolist() == [math.ldexp(value, -power) or (kernel_module.SMALLEST_DOUBLE if value
+    assert weights.native[1][:, 1].tolist() == [0.0] * len(values)
+    assert weights.native[1][:, 0].tolist() == [math.ldexp(value, -power) or (kernel_module.SMALLEST_DOUBLE if value
                                                                            else 0.0) for value in values]
-    assert 0.5 <= weights.pairs[:, 0].max() < 1
+    assert 0.5 <= weights.native[1][:, 0].max() < 1
     assert weights.equal == (len(set(values)) == 1)
 
 

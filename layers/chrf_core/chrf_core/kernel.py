@@ -18,6 +18,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from . import python_kernel
@@ -36,29 +37,45 @@ COUNTS_ROWS = 1 << 16  # hypotheses of one native aggregate batch call: their co
 
 @dataclass(frozen=True)
 class Weights:
-    """A weight per reference, exactly: integers in the weights' proportions (a float is the rational it stands for)
-    as rows of little-endian 32-bit words (``words``: what the native kernel counts undecided scores with), and each
-    as a double-double scaled by a power of two (``pairs``: the kernel's shares come from them; never 0 if nonzero)."""
+    """A weight per reference, checked (``values``: all floats, or integers in the weights' proportions), exactly as
+    the kernels take it: integers (a float is the rational it stands for), and for the native kernel, built when it
+    asks, ``native``: (rows of little-endian 32-bit words of them, each as a double-double scaled by a power of two)."""
 
-    words: Any
-    pairs: Any
+    values: Sequence[Any]
+    floats: bool
 
     @property
     def equal(self) -> bool:
         """Whether every reference weighs the same (the same averages as none)."""
-        return bool((self.words == self.words[0]).all())
+        return len(set(self.values)) == 1
 
     def integers(self) -> list[int]:
-        """The integers, as Python's exact counting takes them."""
-        return [int.from_bytes(row.tobytes(), "little") for row in self.words.astype("<u4")]
+        """The integers (floats: each numerator times the largest denominator, a power of two, over its own)."""
+        if not self.floats:
+            return list(self.values)
+        ratios = [value.as_integer_ratio() for value in self.values]
+        scale = max(denominator for _, denominator in ratios)
+        return [numerator * (scale // denominator) for numerator, denominator in ratios]
 
-    @classmethod
-    def of_floats(cls, given: Sequence[float]) -> Weights:
-        """Of finite floats from 0, not all 0 (checked by the caller), in NumPy (no Python integer each): each is an
-        odd 53-bit integer times a power of two, shifted to the fewest bits that make every one an integer."""
+    @cached_property
+    def native(self) -> tuple[Any, Any]:
+        """(words, pairs; the kernel's shares come from the pairs, never 0 if nonzero); floats in NumPy, without a
+        Python integer each: each an odd 53-bit integer times a power of two, shifted to the fewest bits that make
+        every one an integer."""
         import numpy
 
-        values = numpy.asarray(given, dtype=numpy.float64)
+        if not self.floats:
+            limbs = max(1, (max(self.values).bit_length() + 31) // 32)
+            words = numpy.frombuffer(b"".join(weight.to_bytes(4 * limbs, "little") for weight in self.values),
+                                     dtype="<u4").astype(numpy.uint32).reshape(len(self.values), limbs)
+            total = sum(self.values)
+            highs = [weight / total for weight in self.values]  # int / int is correctly rounded, whatever the sizes
+            lows = [(weight * denominator - numerator * total) / (total * denominator)  # the remainder, rounded
+                    for weight, (numerator, denominator) in zip(self.values, map(float.as_integer_ratio, highs))]
+            pairs = numpy.array([highs, lows]).T.copy()
+            pairs[[bool(weight) and not high for weight, high in zip(self.values, highs)]] = SMALLEST_DOUBLE, 0.0
+            return words, pairs
+        values = numpy.asarray(self.values, dtype=numpy.float64)
         fractions, exponents = numpy.frexp(values)  # values = fraction 2^exponent, 0.5 <= fraction < 1 (0: 0 and 0)
         whole = numpy.ldexp(fractions, 53).astype(numpy.int64)  # value = whole 2^(exponent - 53), exactly
         nonzero = whole != 0
@@ -69,29 +86,13 @@ class Weights:
         limbs = max(1, (int((shift + numpy.frexp(odd.astype(numpy.float64))[1]).max()) + 31) // 32)  # bits / 32
         words = numpy.zeros((len(values), limbs + 2), dtype=numpy.uint64)
         rows, word, offset, mask = (numpy.arange(len(values)), shift // 32, (shift % 32).astype(numpy.uint64),
-                                      numpy.uint64(0xFFFFFFFF))
+                                    numpy.uint64(0xFFFFFFFF))
         low, high = (odd & mask) << offset, (odd >> numpy.uint64(32)) << offset  # below 2^63 and 2^52
         for k, part in enumerate((low & mask, (low >> numpy.uint64(32)) | (high & mask), high >> numpy.uint64(32))):
             words[rows, word + k] = part
         scaled = numpy.ldexp(values, -int(numpy.frexp(values.max())[1]))  # the largest in [0.5, 1): no sum overflows
         scaled[(scaled == 0) & nonzero] = SMALLEST_DOUBLE
-        return cls(words[:, :limbs].astype(numpy.uint32), numpy.column_stack([scaled, numpy.zeros(len(values))]))
-
-    @classmethod
-    def of_integers(cls, integers: Sequence[int]) -> Weights:
-        """Of integers from 0, not all 0 (checked by the caller), each pair its share of their total, rounded."""
-        import numpy
-
-        limbs = max(1, (max(integers).bit_length() + 31) // 32)
-        words = numpy.frombuffer(b"".join(weight.to_bytes(4 * limbs, "little") for weight in integers),
-                                 dtype="<u4").astype(numpy.uint32).reshape(len(integers), limbs)
-        total = sum(integers)
-        highs = [weight / total for weight in integers]  # int / int is correctly rounded, whatever the sizes
-        lows = [(weight * denominator - numerator * total) / (total * denominator)  # the remainder, rounded
-                for weight, (numerator, denominator) in zip(integers, map(float.as_integer_ratio, highs))]
-        pairs = numpy.array([highs, lows]).T.copy()
-        pairs[[bool(weight) and not high for weight, high in zip(integers, highs)]] = SMALLEST_DOUBLE, 0.0
-        return cls(words, pairs)
+        return words[:, :limbs].astype(numpy.uint32), numpy.column_stack([scaled, numpy.zeros(len(values))])
 
 
 class Kernel:
@@ -313,7 +314,7 @@ class NativeKernel(Kernel):
         """In double-double arithmetic; a score it cannot round for certain, or whose weighted counts fall below its
         range (shares far below the largest: aggregate.c), is counted exactly by the kernel too (the weights as
         multi-word integers over the n-grams it has already indexed) and rounded exactly here."""
-        outputs = [(*self._aggregate_outputs(len(hypotheses), settings, weights.pairs), weights.words)]
+        outputs = [(*self._aggregate_outputs(len(hypotheses), settings, weights.native[1]), weights.native[0])]
         found: list[Any] = self._batch(True, [(hypotheses, references)], settings, threads, outputs,
                                        WEIGHTED_TOLERANCE_BITS)  # with exact weights: (indices, counts, width)
         ((undecided, counted, width),) = found

@@ -109,7 +109,7 @@ def checked_weights(weights: Any, references: int) -> Weights | None:
     if all(type(value) is float and 0.0 <= value < math.inf for value in values):  # NumPy's and mbrs' weights
         if not any(values):
             raise InvalidInputError("weights", "must not all be 0")
-        return Weights.of_floats(values)
+        return Weights(values, True)
     exact = []
     for index, value in enumerate(values):
         if isinstance(value, bool) or not isinstance(value, numbers.Real):
@@ -124,7 +124,7 @@ def checked_weights(weights: Any, references: int) -> Weights | None:
     if not any(exact):
         raise InvalidInputError("weights", "must not all be 0")
     scale = math.lcm(*(share.denominator for share in exact))
-    return Weights.of_integers([int(share * scale) for share in exact])
+    return Weights([int(share * scale) for share in exact], False)
 
 
 def weight_shares(weights: Any, references: int) -> list[float]:
